@@ -1,0 +1,120 @@
+"""The ``lance://`` asset scheme.
+
+A Lance table asset URI is the namespace root without its storage scheme, followed by the
+dotted table identifier as the last path segment; an object-store scheme is kept in the
+``storage`` query parameter:
+
+* root ``s3://bucket/warehouse``, table ``["sales", "orders"]`` →
+  ``lance://bucket/warehouse/sales.orders?storage=s3``
+* root ``/data/lance`` (or ``file:///data/lance``), table ``["events"]`` →
+  ``lance:///data/lance/events``
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from urllib.parse import SplitResult
+
+    from airflow.providers.common.compat.openlineage.facet import Dataset as OpenLineageDataset
+    from airflow.providers.common.compat.sdk import Asset
+
+_LOCAL_SCHEMES = ("", "file")
+
+
+def _table_parts(table_id: str | Sequence[str]) -> list[str]:
+    from airflow_provider_lance.hooks.lance import parse_identifier
+
+    parts = parse_identifier(table_id)
+    if not parts:
+        raise ValueError("A Lance asset needs a table identifier")
+    return parts
+
+
+def lance_asset_uri(root: str, table_id: str | Sequence[str]) -> str:
+    """
+    Return the ``lance://`` URI of a table of the namespace rooted at ``root``.
+
+    :param root: Namespace root: a local path or a URI such as ``s3://bucket/prefix``.
+    :param table_id: Table identifier (dotted string or list of parts).
+    """
+    parts = _table_parts(table_id)
+    parsed = urllib.parse.urlsplit(str(root))
+    scheme = parsed.scheme.lower()
+    if len(scheme) == 1:  # a Windows drive letter, not a scheme
+        scheme, netloc, path = "", "", str(root)
+    else:
+        netloc, path = parsed.netloc, parsed.path
+    path = path.rstrip("/")
+    query = "" if scheme in _LOCAL_SCHEMES else urllib.parse.urlencode({"storage": scheme})
+    quoted_table = urllib.parse.quote(".".join(parts), safe=".$-_")
+    return urllib.parse.urlunsplit(("lance", netloc, f"{path}/{quoted_table}", query, ""))
+
+
+def create_asset(
+    *,
+    root: str,
+    table_id: str | Sequence[str],
+    name: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Asset:
+    """
+    Create an Asset for a Lance table.
+
+    :param root: Namespace root (local path or URI).
+    :param table_id: Table identifier (dotted string or list of parts).
+    :param name: Asset name; defaults to the URI.
+    :param extra: Asset extra.
+    """
+    from airflow.providers.common.compat.sdk import Asset
+
+    uri = lance_asset_uri(root, table_id)
+    return Asset(uri=uri, name=name or uri, extra=extra)
+
+
+def sanitize_uri(uri: SplitResult) -> SplitResult:
+    """Validate a ``lance://`` URI: it needs a path whose last segment is the table identifier."""
+    path = uri.path.rstrip("/")
+    if not path or path.rsplit("/", 1)[-1] == "":
+        raise ValueError("URI format lance:// must contain a table identifier as the last path segment")
+    table = urllib.parse.unquote(path.rsplit("/", 1)[-1])
+    if any(not part for part in table.split(".")):
+        raise ValueError(f"Invalid Lance table identifier {table!r} in asset URI")
+    query = urllib.parse.parse_qs(uri.query)
+    unknown = set(query) - {"storage"}
+    if unknown:
+        raise ValueError(f"Unknown query parameters in lance:// URI: {', '.join(sorted(unknown))}")
+    return uri._replace(path=path)
+
+
+def split_asset_uri(uri: str) -> tuple[str, list[str]]:
+    """Return ``(root URI, table id parts)`` for a ``lance://`` URI."""
+    parsed = urllib.parse.urlsplit(uri)
+    if parsed.scheme != "lance":
+        raise ValueError(f"Not a lance:// URI: {uri!r}")
+    root_path, _, table = parsed.path.rstrip("/").rpartition("/")
+    storage = urllib.parse.parse_qs(parsed.query).get("storage", [""])[0]
+    if storage:
+        root = f"{storage}://{parsed.netloc}{root_path}"
+    else:
+        root = f"file://{parsed.netloc}{root_path}" if parsed.netloc else f"file://{root_path or '/'}"
+    return root, _table_parts(urllib.parse.unquote(table))
+
+
+def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> OpenLineageDataset:
+    """
+    Translate a ``lance://`` Asset into an OpenLineage dataset.
+
+    The namespace is the storage location (``s3://bucket`` or ``file``), the name the table path.
+    """
+    from airflow.providers.common.compat.openlineage.facet import Dataset as OpenLineageDataset
+
+    parsed = urllib.parse.urlsplit(asset.uri)
+    storage = urllib.parse.parse_qs(parsed.query).get("storage", [""])[0]
+    if storage:
+        return OpenLineageDataset(namespace=f"{storage}://{parsed.netloc}", name=parsed.path.lstrip("/"))
+    namespace = f"file://{parsed.netloc}" if parsed.netloc else "file"
+    return OpenLineageDataset(namespace=namespace, name=parsed.path)

@@ -1,0 +1,75 @@
+"""Provider metadata for Airflow's providers manager (kept cheap: no heavy imports)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def get_provider_info() -> dict[str, Any]:
+    """Return the provider info dictionary read by Airflow's providers manager."""
+    return {
+        "package-name": "airflow-provider-lance",
+        "name": "Lance",
+        "description": "Apache Airflow provider for the Lance Directory Namespace.",
+        "versions": ["0.1.0"],
+        "integrations": [
+            {
+                "integration-name": "Lance",
+                "external-doc-url": "https://lance.org/format/namespace/",
+                "tags": ["software"],
+            }
+        ],
+        "hooks": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.hooks.lance"]}],
+        "operators": [
+            {"integration-name": "Lance", "python-modules": ["airflow_provider_lance.operators.lance"]}
+        ],
+        "sensors": [
+            {"integration-name": "Lance", "python-modules": ["airflow_provider_lance.sensors.lance"]}
+        ],
+        "triggers": [
+            {"integration-name": "Lance", "python-modules": ["airflow_provider_lance.triggers.lance"]}
+        ],
+        "connection-types": [
+            {
+                "hook-class-name": "airflow_provider_lance.hooks.lance.LanceHook",
+                "hook-name": "Lance",
+                "connection-type": "lance",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "port"],
+                    "relabeling": {
+                        "host": "Root (path or URI)",
+                        "login": "Access key id",
+                        "password": "Secret access key",
+                    },
+                    "placeholders": {
+                        "host": "s3://bucket/prefix or /data/lance",
+                        "login": "AWS access key id (optional)",
+                        "password": "AWS secret access key (optional)",
+                        "extra": '{"storage_options": {"region": "us-east-1"}, "manifest_enabled": "true"}',
+                    },
+                },
+                "conn-fields": {
+                    "impl": {
+                        "label": "Implementation",
+                        "description": "Empty for the provider's engine, 'dir', 'rest' or a full class path.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "root": {
+                        "label": "Root URI",
+                        "description": "Namespace root (overrides Host), e.g. s3://bucket/prefix.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+            }
+        ],
+        "asset-uris": [
+            {
+                "schemes": ["lance"],
+                "handler": "airflow_provider_lance.assets.lance.sanitize_uri",
+                "factory": "airflow_provider_lance.assets.lance.create_asset",
+                "to_openlineage_converter": (
+                    "airflow_provider_lance.assets.lance.convert_asset_to_openlineage"
+                ),
+            }
+        ],
+    }

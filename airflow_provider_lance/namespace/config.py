@@ -1,0 +1,116 @@
+"""Constructor properties of the directory namespace (seed 000, "Configuration Properties")."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lance_namespace import InvalidInputError
+
+STORAGE_PREFIX = "storage."
+
+# Properties the reference reads but that change nothing in this engine; accepted so that one property map
+# can configure either implementation.
+_ACCEPTED_REFERENCE_PROPERTIES = frozenset({"dir_listing_to_manifest_migration_enabled", "inline_optimization_enabled"})
+
+
+def parse_bool(name: str, value: Any, default: bool) -> bool:
+    """Parse a boolean property: a bool, or the strings ``true``/``false`` in any case."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise InvalidInputError(f"Invalid property '{name}': expected 'true' or 'false', got {value!r}")
+
+
+def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"Invalid property '{name}': expected an integer, got {value!r}") from None
+    if isinstance(value, bool) or number < minimum:
+        raise InvalidInputError(f"Invalid property '{name}': expected an integer >= {minimum}, got {value!r}")
+    return number
+
+
+def normalize_root(root: Any) -> str:
+    """Turn the ``root`` property into a URI without a trailing slash.
+
+    A URI is kept as it is, an absolute path becomes ``file://<path>``, a relative path is resolved against
+    the working directory, and no root means the working directory (spec: "Root Path").
+    """
+    if root is None or root == "":
+        return "file://" + os.getcwd()
+    if not isinstance(root, str):
+        raise InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
+    if any(ch in root for ch in "\x00\n\r"):
+        raise InvalidInputError("Invalid property 'root': control characters are not allowed")
+    if "://" in root:
+        scheme, _, rest = root.partition("://")
+        if not scheme.isidentifier() or not rest.strip("/"):
+            if scheme == "memory":
+                return "memory://"
+            raise InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
+        if scheme == "file":
+            return "file://" + os.path.normpath("/" + rest.lstrip("/"))
+        return f"{scheme}://{rest.rstrip('/')}"
+    return "file://" + os.path.abspath(os.path.expanduser(root))
+
+
+@dataclass(frozen=True)
+class NamespaceConfig:
+    """Validated properties. ``table_version_management`` is None when the constructor did not ask for it
+    (the ``__manifest`` table metadata then decides)."""
+
+    root: str
+    manifest_enabled: bool = True
+    dir_listing_enabled: bool = True
+    table_version_management: bool | None = None
+    commit_retries: int = 20
+    storage_options: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any]) -> NamespaceConfig:
+        storage = {}
+        for key, value in properties.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(f"Invalid property name {key!r}: expected a string")
+            if key.startswith(STORAGE_PREFIX):
+                option = key[len(STORAGE_PREFIX) :]
+                if not option:
+                    raise InvalidInputError(f"Invalid property '{key}': empty storage option name")
+                if value is None or isinstance(value, (dict, list)):
+                    raise InvalidInputError(f"Invalid property '{key}': expected a string value")
+                storage[option] = str(value).lower() if isinstance(value, bool) else str(value)
+        tvm = properties.get("table_version_management")
+        tracking = properties.get("table_version_tracking_enabled")
+        management = None
+        if tvm is not None or tracking is not None:
+            management = parse_bool("table_version_management", tvm, False) or parse_bool(
+                "table_version_tracking_enabled", tracking, False
+            )
+        for name in _ACCEPTED_REFERENCE_PROPERTIES:
+            parse_bool(name, properties.get(name), False)
+        config = cls(
+            root=normalize_root(properties.get("root")),
+            manifest_enabled=parse_bool("manifest_enabled", properties.get("manifest_enabled"), True),
+            dir_listing_enabled=parse_bool("dir_listing_enabled", properties.get("dir_listing_enabled"), True),
+            table_version_management=management,
+            commit_retries=parse_int("commit_retries", properties.get("commit_retries"), 20),
+            storage_options=storage,
+        )
+        if not (config.manifest_enabled or config.dir_listing_enabled):
+            raise InvalidInputError(
+                "Invalid properties: at least one of 'manifest_enabled' and 'dir_listing_enabled' must be true"
+            )
+        if config.table_version_management and not config.manifest_enabled:
+            raise InvalidInputError(
+                "Invalid property 'table_version_management': table version management needs 'manifest_enabled=true'"
+            )
+        return config

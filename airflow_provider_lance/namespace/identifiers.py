@@ -1,0 +1,121 @@
+"""Identifiers, object ids and table locations (seed 000, "Object Mapping"): pure naming rules."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+
+from lance_namespace import InvalidInputError
+
+DELIMITER = "$"
+TABLE_SUFFIX = ".lance"
+MANIFEST_DIR = "__manifest"
+# A part becomes a directory-name component, and most file systems cap a name at 255 bytes.
+MAX_PART_BYTES = 200
+MAX_DIRECTORY_NAME_BYTES = 255
+_FORBIDDEN_PARTS = ("", ".", "..")
+_FORBIDDEN_CHARACTERS = (DELIMITER, "/", "\\")
+
+
+def validate_identifier(parts: object, kind: str, allow_root: bool = False) -> list[str]:
+    """Return ``parts`` as a list, or raise InvalidInput naming the offending part.
+
+    Stricter than the reference on purpose: a ``$`` would collide with the object-id delimiter, a ``/`` or
+    ``\\`` or ``.``/``..`` would escape the table directory, and control characters break listings.
+    """
+    if parts is None:
+        parts = []
+    if isinstance(parts, str) or not isinstance(parts, (list, tuple)):
+        raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: expected a list of strings")
+    if not parts and not allow_root:
+        raise InvalidInputError(f"Invalid {kind} identifier: it must not be empty")
+    for part in parts:
+        if not isinstance(part, str):
+            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not a string")
+        if part in _FORBIDDEN_PARTS:
+            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not allowed")
+        if any(ch in part for ch in _FORBIDDEN_CHARACTERS):
+            raise InvalidInputError(
+                f"Invalid {kind} identifier {parts!r}: part {part!r} contains one of '$', '/', '\\'"
+            )
+        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in part):
+            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} has control characters")
+        if len(part.encode()) > MAX_PART_BYTES:
+            raise InvalidInputError(
+                f"Invalid {kind} identifier: part '{part[:32]}...' is longer than {MAX_PART_BYTES} bytes"
+            )
+    return list(parts)
+
+
+def object_id(parts: Sequence[str]) -> str:
+    """The ``__manifest`` primary key: parts joined with ``$`` (the root namespace is '')."""
+    return DELIMITER.join(parts)
+
+
+def version_object_id(table_parts: Sequence[str], version: int) -> str:
+    """The object id of a ``table_version`` row: ``<table object id>$<version>``."""
+    return f"{object_id(table_parts)}{DELIMITER}{version}"
+
+
+def child_prefix(namespace_parts: Sequence[str]) -> str:
+    """What every descendant's object id starts with ('' for the root)."""
+    return object_id(namespace_parts) + DELIMITER if namespace_parts else ""
+
+
+def direct_child_name(oid: str, namespace_parts: Sequence[str]) -> str | None:
+    """The child's name if ``oid`` is exactly one level below the namespace, else None."""
+    prefix = child_prefix(namespace_parts)
+    if not oid.startswith(prefix):
+        return None
+    rest = oid[len(prefix) :]
+    return rest if rest and DELIMITER not in rest else None
+
+
+def v1_location(table_name: str) -> str:
+    """Directory-listing location of a root table: ``<name>.lance``."""
+    return table_name + TABLE_SUFFIX
+
+
+def hashed_location(table_parts: Sequence[str]) -> str:
+    """Manifest location ``<8 hex>_<object id>``; the prefix spreads keys over object-store partitions."""
+    name = f"{secrets.token_hex(4)}_{object_id(table_parts)}"
+    if len(name.encode()) > MAX_DIRECTORY_NAME_BYTES:
+        raise InvalidInputError(
+            f"Invalid table identifier: '{object_id(table_parts)[:48]}...' is too long for a table directory"
+        )
+    return name
+
+
+def table_location(table_parts: Sequence[str], dir_listing_enabled: bool) -> str:
+    """Where a new table lives, relative to the root (seed 000, DeclareTable step 2)."""
+    if dir_listing_enabled and len(table_parts) == 1:
+        return v1_location(table_parts[0])
+    return hashed_location(table_parts)
+
+
+def validate_relative_location(location: object) -> str:
+    """A location given by a caller (RegisterTable): relative to the root, no scheme, no escape."""
+    if not isinstance(location, str) or not location.strip("/"):
+        raise InvalidInputError(f"Invalid location {location!r}: expected a path relative to the root")
+    if "://" in location or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
+        raise InvalidInputError(f"Invalid location {location!r}: it must be relative to the namespace root")
+    parts = location.rstrip("/").split("/")
+    if any(part in _FORBIDDEN_PARTS or "\\" in part for part in parts):
+        raise InvalidInputError(f"Invalid location {location!r}: empty, '.' or '..' segments are not allowed")
+    if parts[0] == MANIFEST_DIR:
+        raise InvalidInputError(f"Invalid location {location!r}: '{MANIFEST_DIR}' is reserved")
+    return "/".join(parts)
+
+
+def paginate(names: Iterable[str], page_token: str | None, limit: int | None) -> tuple[list[str], str | None]:
+    """Byte-order sort, start after ``page_token``, cut at ``limit``; a next token only when more remain."""
+    if limit is not None and limit < 0:
+        raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
+    ordered = sorted(set(names), key=lambda name: name.encode())
+    if page_token:
+        token = page_token.encode()
+        ordered = [name for name in ordered if name.encode() > token]
+    if limit is None or len(ordered) <= limit:
+        return ordered, None
+    page = ordered[:limit]
+    return page, (page[-1] if page else None)

@@ -1,0 +1,235 @@
+"""The ``__manifest`` table (seed 000, V2): a Lance table with one row per namespace, table and table version.
+
+Reads scan the latest version; writes are pylance merge-inserts keyed on ``object_id`` (primary-key dedup
+makes concurrent inserts of one id fail for all but one writer). The table is created on the first write,
+never by a read, so read-only credentials can list and describe.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import lance
+import pyarrow as pa
+from lance_namespace import InternalError, UnsupportedOperationError
+
+from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
+from airflow_provider_lance.namespace.storage import Storage
+
+NAMESPACE = "namespace"
+TABLE = "table"
+TABLE_VERSION = "table_version"
+
+PRIMARY_KEY_METADATA = {b"lance-schema:unenforced-primary-key:position": b"0"}
+SCHEMA = pa.schema(
+    [
+        pa.field("object_id", pa.string(), nullable=False, metadata=PRIMARY_KEY_METADATA),
+        pa.field("object_type", pa.string(), nullable=False),
+        pa.field("location", pa.string()),
+        pa.field("metadata", pa.string()),
+        pa.field("base_objects", pa.list_(pa.field("object_id", pa.string()))),
+    ]
+)
+
+READER_FLAGS_KEY = "lance.namespace.manifest.reader_feature_flags"
+WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
+TABLE_VERSION_MANAGEMENT_KEY = "table_version_management"
+# Writer bit 1: the catalog holds ``table_version`` rows. pylance 14's reference namespace fails every write
+# on such rows with an internal error; with this bit set it refuses writes cleanly and keeps reading.
+WRITER_FLAG_TABLE_VERSIONS = 1
+KNOWN_READER_FLAGS = 0
+KNOWN_WRITER_FLAGS = WRITER_FLAG_TABLE_VERSIONS
+
+_MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?:[^"\\]|\\.)*)"')
+
+
+class DuplicateObjectError(Exception):
+    """A merge-insert found a row with the same ``object_id``."""
+
+    def __init__(self, object_id: str | None) -> None:
+        super().__init__(object_id)
+        self.object_id = object_id
+
+
+@dataclass(frozen=True)
+class ManifestRow:
+    object_id: str
+    object_type: str
+    location: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    def to_arrow(self) -> dict[str, Any]:
+        return {
+            "object_id": self.object_id,
+            "object_type": self.object_type,
+            "location": self.location,
+            # compact JSON like the reference; null when there is nothing
+            "metadata": json.dumps(self.metadata, separators=(",", ":")) if self.metadata else None,
+            "base_objects": None,
+        }
+
+    @classmethod
+    def from_arrow(cls, row: Mapping[str, Any]) -> ManifestRow:
+        raw = row.get("metadata")
+        return cls(row["object_id"], row["object_type"], row.get("location"), json.loads(raw) if raw else None)
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal for a Lance filter."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _flags(metadata: Mapping[str, str], key: str) -> int:
+    try:
+        return int(metadata.get(key, "0") or "0")
+    except ValueError:
+        raise InternalError(f"Corrupt catalog: __manifest metadata {key}={metadata.get(key)!r}") from None
+
+
+class ManifestTable:
+    """Reads and writes of ``<root>/__manifest``.
+
+    :param storage: the namespace storage (for the table URI and storage options).
+    :param commit_retries: how often a conflicting pylance commit is retried.
+    """
+
+    def __init__(self, storage: Storage, commit_retries: int) -> None:
+        self.uri = storage.uri(MANIFEST_DIR)
+        self.storage_options = storage.options
+        self.commit_retries = commit_retries
+        self._dataset: lance.LanceDataset | None = None
+
+    # -- opening ----------------------------------------------------------------------------------------
+    def latest(self) -> lance.LanceDataset | None:
+        """The latest version (another process's commit is visible to the next call), or None if the
+        catalog has no manifest yet. Refuses catalogs with reader features this engine does not know."""
+        if self._dataset is None:
+            try:
+                self._dataset = lance.dataset(self.uri, storage_options=self.storage_options or None)
+            except (ValueError, OSError) as error:
+                if _is_not_found(error):
+                    return None
+                raise
+        else:
+            self._dataset.checkout_latest()
+        unknown = _flags(self._dataset.metadata, READER_FLAGS_KEY) & ~KNOWN_READER_FLAGS
+        if unknown:
+            raise UnsupportedOperationError(
+                f"The __manifest table needs reader features {unknown} that this engine does not understand"
+            )
+        return self._dataset
+
+    def _for_write(self) -> lance.LanceDataset:
+        dataset = self.latest() or self._create()
+        unknown = _flags(dataset.metadata, WRITER_FLAGS_KEY) & ~KNOWN_WRITER_FLAGS
+        if unknown:
+            raise UnsupportedOperationError(
+                f"The __manifest table was written with writer feature flags {unknown} that this engine "
+                "does not understand; upgrade to modify this catalog"
+            )
+        return dataset
+
+    def _create(self) -> lance.LanceDataset:
+        try:
+            self._dataset = lance.write_dataset(
+                SCHEMA.empty_table(),
+                self.uri,
+                mode="create",
+                data_storage_version="2.2",
+                enable_v2_manifest_paths=True,
+                storage_options=self.storage_options or None,
+            )
+        except (ValueError, OSError) as error:
+            if "already exists" not in str(error).lower():
+                raise
+            dataset = self.latest()  # a concurrent writer created it first
+            if dataset is None:
+                raise
+            return dataset
+        return self._dataset
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def metadata(self) -> dict[str, str]:
+        dataset = self.latest()
+        return dict(dataset.metadata) if dataset is not None else {}
+
+    def query(self, where: str | None = None) -> list[ManifestRow]:
+        """Rows matching a Lance SQL filter (all rows without one)."""
+        dataset = self.latest()
+        if dataset is None:
+            return []
+        table = dataset.to_table(columns=["object_id", "object_type", "location", "metadata"], filter=where)
+        return [ManifestRow.from_arrow(row) for row in table.to_pylist()]
+
+    def get(self, object_id: str) -> ManifestRow | None:
+        rows = self.query(f"object_id = {sql_string(object_id)}")
+        return rows[0] if rows else None
+
+    def get_many(self, object_ids: Iterable[str]) -> dict[str, ManifestRow]:
+        ids = list(object_ids)
+        if not ids:
+            return {}
+        rows = self.query(f"object_id IN ({', '.join(sql_string(oid) for oid in ids)})")
+        return {row.object_id: row for row in rows}
+
+    def children(self, prefix: str, object_type: str | None = None) -> list[ManifestRow]:
+        """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""
+        clauses = []
+        if prefix:
+            clauses.append(f"starts_with(object_id, {sql_string(prefix)})")
+        if object_type:
+            clauses.append(f"object_type = {sql_string(object_type)}")
+        return self.query(" AND ".join(clauses) or None)
+
+    # -- writes -----------------------------------------------------------------------------------------
+    def insert(self, rows: list[ManifestRow]) -> None:
+        """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists."""
+        dataset = self._for_write()
+        data = pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
+        try:
+            (
+                dataset.merge_insert("object_id")
+                .when_matched_fail()
+                .when_not_matched_insert_all()
+                .conflict_retries(self.commit_retries)
+                .execute(data)
+            )
+        except OSError as error:
+            match = _MATCHED_ROW.search(str(error))
+            if match:
+                raise DuplicateObjectError(match.group(1)) from None
+            raise
+
+    def upsert(self, rows: list[ManifestRow]) -> None:
+        """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
+        dataset = self._for_write()
+        data = pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
+        (
+            dataset.merge_insert("object_id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .conflict_retries(self.commit_retries)
+            .execute(data)
+        )
+
+    def delete(self, where: str) -> int:
+        """Delete matching rows in one commit; returns how many were deleted."""
+        dataset = self.latest()
+        if dataset is None:
+            return 0
+        dataset = self._for_write()
+        result = dataset.delete(where, conflict_retries=self.commit_retries)
+        return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
+
+    def update_metadata(self, values: dict[str, str]) -> None:
+        """Merge keys into the table metadata (feature flags, table version management)."""
+        self._for_write().update_metadata(values)
+
+
+def _is_not_found(error: Exception) -> bool:
+    text = str(error).lower()
+    return "not found" in text or "does not exist" in text or "no such file" in text

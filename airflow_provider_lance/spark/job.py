@@ -1,0 +1,240 @@
+"""A ``spark-submit`` job: stage Spark data into Lance namespace tables and write the entries to commit.
+
+Run it with ``spark-submit --master local[2] $(python -c 'from airflow_provider_lance.spark import job_path;
+print(job_path())') --property root=/data/lance --table prod.users=range:1000 --entries-out /tmp/entries.json``
+or from Airflow with ``SparkSubmitOperator(application=job_path(), application_args=[...])``.
+
+Arguments:
+
+* ``--property key=value`` (repeated) and/or ``--properties-json '{...}'``: the namespace properties
+  (``root``, ``storage.*`` ...). ``--impl``: ``auto`` (this provider's engine, else pylance's ``dir``), ``dir``,
+  or a class path.
+* ``--table ns.table=<input>`` (repeated): ``range:N`` or ``range:START:END`` (deterministic demo rows: id,
+  name, score, bucket), or a parquet / csv / json path, optionally prefixed ``parquet:``, ``csv:``, ``json:``.
+* ``--mode append|overwrite``, ``--partitions N`` (repartition inputs), ``--storage-option key=value``.
+* ``--entries-out PATH``: where the ``{"entries": [...]}`` document goes (local path or fsspec URI).
+
+Nothing is committed; the document is written only when every table was staged, and the job exits non-zero
+otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import lance_namespace as ln
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("airflow_provider_lance.spark.job")
+
+DEFAULT_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
+FORMATS = ("parquet", "csv", "json")
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    """Parse ``key=value``.
+
+    :param text: the argument.
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the job's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="lance-spark-staging", description="Stage Spark data into Lance namespace tables."
+    )
+    parser.add_argument("--impl", default="auto", help="namespace implementation (auto, dir, or class path)")
+    parser.add_argument("--property", action="append", type=_key_value, default=[], metavar="KEY=VALUE")
+    parser.add_argument("--properties-json", default=None, help="namespace properties as a JSON object")
+    parser.add_argument(
+        "--table", action="append", type=_key_value, required=True, metavar="NS.TABLE=INPUT", dest="tables"
+    )
+    parser.add_argument("--mode", choices=("append", "overwrite"), default="append")
+    parser.add_argument("--partitions", type=int, default=None, help="repartition each input to N partitions")
+    parser.add_argument("--storage-option", action="append", type=_key_value, default=[], metavar="KEY=VALUE")
+    parser.add_argument("--entries-out", required=True, help="where to write the entries JSON document")
+    parser.add_argument("--no-create-parents", action="store_true", help="do not create missing namespaces")
+    return parser
+
+
+def namespace_properties(args: argparse.Namespace) -> dict[str, str]:
+    """Merge ``--properties-json`` and ``--property`` (the latter win) into string properties.
+
+    :param args: the parsed arguments.
+    """
+    properties: dict[str, str] = {}
+    if args.properties_json:
+        loaded = json.loads(args.properties_json)
+        if not isinstance(loaded, dict):
+            raise SystemExit("--properties-json must be a JSON object")
+        properties.update(
+            {k: v if isinstance(v, str) else json.dumps(v) for k, v in loaded.items() if v is not None}
+        )
+    properties.update(dict(args.property))
+    if not properties.get("root"):
+        raise SystemExit("the namespace property 'root' is required")
+    return properties
+
+
+def build_namespace(impl: str, properties: dict[str, str]) -> ln.LanceNamespace:
+    """Build the namespace client.
+
+    :param impl: ``auto`` (this provider's engine when importable, else pylance's directory namespace),
+        an alias known to ``lance_namespace.connect`` (``dir``), or a class path.
+    :param properties: the namespace properties.
+    """
+    import lance_namespace
+
+    if impl == "auto":
+        try:
+            from airflow_provider_lance.namespace import DirectoryNamespace
+        except ImportError:
+            log.warning("Provider engine not importable; using pylance's DirectoryNamespace")
+            impl = "dir"
+        else:
+            return DirectoryNamespace(**properties)
+    return lance_namespace.connect(impl, properties)
+
+
+def demo_frame(spark: SparkSession, spec: str) -> DataFrame:
+    """Return deterministic demo rows for ``range:N`` or ``range:START:END``.
+
+    Columns: ``id`` (long), ``name`` (string ``user-<id>``), ``score`` (double), ``bucket`` (int).
+
+    :param spark: the session.
+    :param spec: the part after ``range:``.
+    """
+    from pyspark.sql import functions as F
+
+    bounds = [int(p) for p in spec.split(":")]
+    start, end = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+    ids = F.col("id")
+    return spark.range(start, end).select(
+        ids.alias("id"),
+        F.concat(F.lit("user-"), ids.cast("string")).alias("name"),
+        ((ids * 37) % 1000 / F.lit(10.0)).alias("score"),
+        (ids % 16).cast("int").alias("bucket"),
+    )
+
+
+def load_input(spark: SparkSession, spec: str) -> DataFrame:
+    """Load one ``--table`` input.
+
+    :param spark: the session.
+    :param spec: ``range:...``, ``<format>:<path>`` or a path whose extension names the format
+        (a directory without one is read as parquet).
+    """
+    kind, sep, rest = spec.partition(":")
+    if sep and kind == "range":
+        return demo_frame(spark, rest)
+    if sep and kind in FORMATS:
+        fmt, path = kind, rest
+    else:
+        path = spec
+        suffix = path.rstrip("/").rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+        fmt = {"jsonl": "json", "ndjson": "json"}.get(suffix, suffix if suffix in FORMATS else "parquet")
+    reader = spark.read
+    if fmt == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    return reader.format(fmt).load(path)
+
+
+def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, Any]:
+    """Run the job: stage every table, then write the entries document.
+
+    :param argv: the arguments (``sys.argv[1:]`` by default).
+    :param spark: a session to use; by default ``SparkSession.builder.getOrCreate()``.
+    :return: a summary: tables, versions, rows and the entries path.
+    """
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_lance.namespace.staging import write_entries
+    from airflow_provider_lance.spark.staging import parse_table_id, stage_dataframes
+
+    args = build_parser().parse_args(argv)
+    properties = namespace_properties(args)
+    namespace = build_namespace(args.impl, properties)
+    storage_options = {k.removeprefix("storage."): v for k, v in properties.items() if k.startswith("storage.")}
+    storage_options.update(dict(args.storage_option))
+
+    spark = spark or SparkSession.builder.appName("lance-spark-staging").getOrCreate()
+    frames = []
+    for table, spec in args.tables:
+        frame = load_input(spark, spec)
+        if args.partitions:
+            frame = frame.repartition(args.partitions)
+        frames.append((parse_table_id(table), frame))
+    staged = stage_dataframes(
+        namespace,
+        frames,
+        mode=args.mode,
+        storage_options=storage_options,
+        create_parents=not args.no_create_parents,
+    )
+    write_entries([s.entry for s in staged], args.entries_out, storage_options=_fsspec_options(storage_options))
+    summary = {
+        "entries_out": args.entries_out,
+        "tables": [
+            {"table": ".".join(s.entry.id), "version": s.entry.version, "rows": s.rows} for s in staged
+        ],
+    }
+    log.info("Staged %s", summary)
+    return summary
+
+
+def _fsspec_options(storage_options: dict[str, str]) -> dict[str, Any]:
+    """Translate Lance/object_store S3 options into s3fs options for the entries document.
+
+    :param storage_options: the Lance storage options.
+    """
+    options: dict[str, Any] = {}
+    key = storage_options.get("aws_access_key_id") or storage_options.get("access_key_id")
+    secret = storage_options.get("aws_secret_access_key") or storage_options.get("secret_access_key")
+    endpoint = next(
+        (storage_options[k] for k in ("aws_endpoint", "endpoint", "aws_endpoint_url") if k in storage_options),
+        None,
+    )
+    region = storage_options.get("aws_region") or storage_options.get("region")
+    if key:
+        options["key"] = key
+    if secret:
+        options["secret"] = secret
+    client_kwargs = {}
+    if endpoint:
+        client_kwargs["endpoint_url"] = endpoint
+    if region:
+        client_kwargs["region_name"] = region
+    if client_kwargs:
+        options["client_kwargs"] = client_kwargs
+    return options
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for ``spark-submit``: run the job and print its summary as JSON.
+
+    :param argv: the arguments.
+    """
+    from pyspark.sql import SparkSession
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    spark = SparkSession.builder.appName("lance-spark-staging").getOrCreate()
+    try:
+        summary = run(argv, spark=spark)
+    finally:
+        spark.stop()
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

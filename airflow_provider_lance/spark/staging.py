@@ -1,0 +1,266 @@
+"""Stage Spark DataFrames into tables of a Lance namespace without committing them.
+
+The executors write the Lance data files in parallel (``mapInArrow`` + ``lance.fragment.write_fragments``) and
+send back only the fragments' metadata as small JSON strings; no row reaches the driver. The driver then stages
+one new version per table with :mod:`airflow_provider_lance.namespace.staging` and returns the
+``CreateTableVersionEntry`` to commit later with ``batch_create_table_versions``. Until then readers see the
+old versions.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import lance_namespace as ln
+import pyarrow as pa
+
+from airflow_provider_lance.namespace.staging import (
+    StageMode,
+    StagingNamespace,
+    StagingTarget,
+    fragment_from_json,
+    prepare_target,
+    stage_fragments,
+    table_id_key,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
+
+#: The schema of what each Spark task returns: one row per fragment written.
+RESULT_SCHEMA = "fragment string, writer_pid long"
+
+
+@dataclass
+class StagedDataFrame:
+    """What staging one DataFrame produced.
+
+    :param entry: the staged version, to commit with ``batch_create_table_versions``.
+    :param fragments: the fragments' metadata as JSON strings, as the executors sent them.
+    :param writer_pids: the ids of the processes that wrote the data files (Spark Python workers).
+    :param rows: the number of rows written.
+    """
+
+    entry: ln.CreateTableVersionEntry
+    fragments: list[str] = field(default_factory=list)
+    writer_pids: set[int] = field(default_factory=set)
+    rows: int = 0
+
+
+def parse_table_id(table: str | Sequence[str]) -> list[str]:
+    """Return a table identifier from ``"ns.table"`` (dot separated) or a sequence of parts.
+
+    :param table: the dotted name or the parts.
+    """
+    parts = table.split(".") if isinstance(table, str) else list(table)
+    if not parts or any(not p for p in parts):
+        raise ln.InvalidInputError(f"Invalid table identifier {table!r}")
+    return parts
+
+
+def spark_to_arrow_schema(df: DataFrame) -> pa.Schema:
+    """Convert a DataFrame's schema to Arrow (plain, not large, string and binary types).
+
+    :param df: the DataFrame.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    timezone = df.sparkSession.conf.get("spark.sql.session.timeZone")
+    return to_arrow_schema(df.schema, timezone=timezone, prefers_large_types=False)
+
+
+def _write_partition(
+    batches: Iterator[pa.RecordBatch],
+    *,
+    location: str,
+    schema_ipc: bytes,
+    write_mode: str,
+    storage_options: dict[str, str],
+    max_rows_per_file: int,
+) -> Iterator[pa.RecordBatch]:
+    """Write one Spark partition as Lance fragments (runs in a Spark Python worker).
+
+    :param batches: the partition's Arrow batches.
+    :param location: the table location.
+    :param schema_ipc: the target Arrow schema, IPC-serialised.
+    :param write_mode: ``append`` (checked against the table's schema) or ``overwrite`` (new field ids).
+    :param storage_options: storage options for the table's files.
+    :param max_rows_per_file: the largest number of rows in one data file.
+    :return: one batch of ``(fragment, writer_pid)`` rows.
+    """
+    import json
+
+    import lance.fragment
+
+    schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
+    columns = schema.names
+
+    def conformed() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows:
+                yield batch.select(columns).cast(schema)
+
+    stream = conformed()
+    first = next(stream, None)
+    if first is None:  # an empty partition writes nothing
+        return
+
+    def chained() -> Iterator[pa.RecordBatch]:
+        yield first
+        yield from stream
+
+    fragments = lance.fragment.write_fragments(
+        pa.RecordBatchReader.from_batches(schema, chained()),
+        location,
+        schema=schema,
+        mode=write_mode,
+        storage_options=storage_options or None,
+        max_rows_per_file=max_rows_per_file,
+    )
+    texts = [json.dumps(f.to_json(), separators=(",", ":")) for f in fragments]
+    yield pa.RecordBatch.from_pydict(
+        {"fragment": texts, "writer_pid": [os.getpid()] * len(texts)},
+        schema=pa.schema([("fragment", pa.string()), ("writer_pid", pa.int64())]),
+    )
+
+
+def _target_schema(df: DataFrame, target: StagingTarget, mode: StageMode) -> pa.Schema:
+    """Return the schema the fragments are written with: the table's for an append, the DataFrame's otherwise.
+
+    :param df: the DataFrame.
+    :param target: the table.
+    :param mode: the staging mode.
+    """
+    frame_schema = spark_to_arrow_schema(df)
+    if mode == "overwrite" or not target.exists:
+        return frame_schema
+    table_schema = target.schema()
+    missing = [n for n in table_schema.names if n not in frame_schema.names]
+    extra = [n for n in frame_schema.names if n not in table_schema.names]
+    if missing or extra:
+        raise ln.InvalidInputError(
+            f"Cannot append to table '{table_id_key(target.table_id)}': DataFrame columns differ from the "
+            f"table's (missing {missing}, unexpected {extra})"
+        )
+    return table_schema
+
+
+def stage_dataframe(
+    df: DataFrame,
+    namespace: ln.LanceNamespace,
+    table_id: str | Sequence[str],
+    *,
+    mode: StageMode = "append",
+    storage_options: Mapping[str, str] | None = None,
+    staging: StagingNamespace | None = None,
+    create_parents: bool = True,
+    max_rows_per_file: int = 1024 * 1024,
+) -> StagedDataFrame:
+    """Write a DataFrame into a table from the executors and stage the new version; commit nothing.
+
+    A table that does not exist is declared (and missing parent namespaces created with ``create_parents``);
+    its version 1 is staged. ``append`` to an existing table keeps the table's schema (columns matched by
+    name, values cast); ``overwrite`` replaces the rows and takes the DataFrame's schema.
+
+    :param df: the DataFrame to write.
+    :param namespace: the namespace that will commit the version.
+    :param table_id: the table, as ``"ns.table"`` or a list of parts.
+    :param mode: ``append`` or ``overwrite``.
+    :param storage_options: storage options for the table's files (S3 credentials, endpoint...).
+    :param staging: the staging wrapper to record into (to stage several tables together).
+    :param create_parents: create missing parent namespaces of a new table.
+    :param max_rows_per_file: the largest number of rows in one data file.
+    :return: the staged entry and what the executors reported.
+    """
+    if mode not in ("append", "overwrite"):
+        raise ln.InvalidInputError(f"Unknown staging mode {mode!r}: expected 'append' or 'overwrite'")
+    table_id = parse_table_id(table_id)
+    staging = staging if staging is not None else StagingNamespace(namespace)
+    staging.ensure_not_staged(table_id)
+    target = prepare_target(
+        staging.inner,
+        table_id,
+        create=True,
+        create_parents=create_parents,
+        storage_options=storage_options,
+    )
+    schema = _target_schema(df, target, mode)
+    write_mode = "append" if mode == "append" and target.exists else "overwrite"
+    writer = functools.partial(
+        _write_partition,
+        location=target.location,
+        schema_ipc=schema.serialize().to_pybytes(),
+        write_mode=write_mode,
+        storage_options=dict(target.storage_options),
+        max_rows_per_file=max_rows_per_file,
+    )
+    log.info(
+        "Writing %s (%s on version %s) from %s partitions",
+        table_id_key(table_id),
+        mode,
+        target.read_version,
+        df.rdd.getNumPartitions(),
+    )
+    reported = df.mapInArrow(writer, RESULT_SCHEMA).collect()
+    fragments = [row["fragment"] for row in reported]
+    metadata = [fragment_from_json(text) for text in fragments]
+    entry = stage_fragments(
+        staging.inner, target, metadata, mode=mode, schema=schema, staging=staging
+    )
+    return StagedDataFrame(
+        entry=entry,
+        fragments=fragments,
+        writer_pids={int(row["writer_pid"]) for row in reported},
+        rows=sum(m.physical_rows for m in metadata),
+    )
+
+
+def stage_dataframes(
+    namespace: ln.LanceNamespace,
+    tables: Mapping[str, DataFrame] | Sequence[tuple[str | Sequence[str], DataFrame]],
+    *,
+    mode: StageMode = "append",
+    storage_options: Mapping[str, str] | None = None,
+    create_parents: bool = True,
+    max_rows_per_file: int = 1024 * 1024,
+) -> list[StagedDataFrame]:
+    """Stage one new version for each of several tables; commit nothing.
+
+    The tables are written one after the other (each one by all executors in parallel). If any write fails
+    the exception propagates and no entry is returned, so nothing can be committed: every table stays at its
+    old version (new tables stay declared with no version). Data files already written are left for cleanup.
+
+    :param namespace: the namespace that will commit the versions.
+    :param tables: ``{"ns.table": df}`` or ``[(table_id, df), ...]``.
+    :param mode: ``append`` or ``overwrite`` for every table.
+    :param storage_options: storage options for the tables' files.
+    :param create_parents: create missing parent namespaces of new tables.
+    :param max_rows_per_file: the largest number of rows in one data file.
+    :return: one result per table, in order.
+    """
+    pairs = list(tables.items()) if isinstance(tables, Mapping) else list(tables)
+    keys = [table_id_key(parse_table_id(t)) for t, _ in pairs]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    if duplicates:
+        raise ln.InvalidInputError(f"Tables listed more than once: {duplicates}")
+    staging = StagingNamespace(namespace)
+    return [
+        stage_dataframe(
+            df,
+            namespace,
+            table,
+            mode=mode,
+            storage_options=storage_options,
+            staging=staging,
+            create_parents=create_parents,
+            max_rows_per_file=max_rows_per_file,
+        )
+        for table, df in pairs
+    ]

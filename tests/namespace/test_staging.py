@@ -1,0 +1,141 @@
+"""Staging API: stage versions of several tables, nothing visible until the entries are committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lance
+import lance.namespace
+import lance_namespace as ln
+import pyarrow as pa
+import pytest
+
+from airflow_provider_lance.namespace import staging as st
+
+
+def _engines() -> list[str]:
+    engines = ["reference"]
+    try:
+        from airflow_provider_lance.namespace import DirectoryNamespace  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        engines.append("ours")
+    return engines
+
+
+@pytest.fixture(params=_engines())
+def namespace(request: pytest.FixtureRequest, tmp_path: Path) -> ln.LanceNamespace:
+    root = tmp_path / "root"
+    root.mkdir()
+    if request.param == "reference":
+        return lance.namespace.DirectoryNamespace(root=str(root))
+    from airflow_provider_lance.namespace import DirectoryNamespace
+
+    return DirectoryNamespace(root=str(root))
+
+
+def commit(namespace: ln.LanceNamespace, entries: list[ln.CreateTableVersionEntry]) -> None:
+    """Commit entries: batch where implemented; the reference only has create_table_version (takes dicts)."""
+    try:
+        st.commit_entries(namespace, entries)
+    except ln.UnsupportedOperationError:
+        for entry in entries:
+            namespace.create_table_version(entry.model_dump(exclude_none=True))
+
+
+def rows(n: int, start: int = 0) -> pa.Table:
+    return pa.table(
+        {"id": pa.array(range(start, start + n), pa.int64()), "name": [f"r{i}" for i in range(n)]}
+    )
+
+
+def location(namespace: ln.LanceNamespace, table_id: list[str]) -> str:
+    return namespace.describe_table(ln.DescribeTableRequest(id=table_id)).location
+
+
+def visible_version(namespace: ln.LanceNamespace, table_id: list[str]) -> int:
+    return st.latest_version(namespace, table_id)
+
+
+def test_stage_three_tables_then_commit(namespace: ln.LanceNamespace) -> None:
+    namespace.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    existing = ["prod", "events"]
+    lance.write_dataset(rows(10), namespace_client=namespace, table_id=existing, mode="create")
+    namespace.declare_table(ln.DeclareTableRequest(id=["prod", "declared"]))
+    before = lance.dataset(location(namespace, existing)).version
+
+    staging = st.StagingNamespace(namespace)
+    e1 = st.stage_data(namespace, existing, rows(5, 10), mode="append", staging=staging)
+    e2 = st.stage_data(namespace, ["prod", "declared"], rows(3), staging=staging)
+    e3 = st.stage_data(namespace, ["fresh", "users"], rows(7), staging=staging, create_parents=True)
+    assert [e.version for e in (e1, e2, e3)] == [before + 1, 1, 1]
+    assert staging.entries == [e1, e2, e3]
+    for entry in (e1, e2, e3):
+        assert "-" in entry.manifest_path.rsplit(".manifest", 1)[1]  # a staged name: <final>-<uuid>
+
+    # Nothing visible: directly through pylance and through the namespace.
+    assert lance.dataset(location(namespace, existing)).version == before
+    assert lance.dataset(location(namespace, existing)).count_rows() == 10
+    assert visible_version(namespace, existing) == before
+    assert visible_version(namespace, ["prod", "declared"]) == 0
+    assert visible_version(namespace, ["fresh", "users"]) == 0
+
+    commit(namespace, staging.entries)
+    ds = lance.dataset(namespace_client=namespace, table_id=existing)
+    assert ds.version == before + 1
+    assert sorted(ds.to_table()["id"].to_pylist()) == list(range(15))
+    assert lance.dataset(namespace_client=namespace, table_id=["prod", "declared"]).count_rows() == 3
+    users = lance.dataset(namespace_client=namespace, table_id=["fresh", "users"]).to_table()
+    assert users.sort_by("id").equals(rows(7))
+
+
+def test_stage_overwrite_and_fragments(namespace: ln.LanceNamespace, tmp_path: Path) -> None:
+    table_id = ["t"]
+    lance.write_dataset(rows(4), namespace_client=namespace, table_id=table_id, mode="create")
+    entry = st.stage_data(namespace, table_id, pa.table({"other": ["x", "y"]}), mode="overwrite")
+    commit(namespace, [entry])
+    assert lance.dataset(location(namespace, table_id)).to_table().to_pydict() == {"other": ["x", "y"]}
+
+    target = st.prepare_target(namespace, table_id)
+    assert target.read_version == 2 and target.exists
+    fragments = lance.fragment.write_fragments(pa.table({"other": ["z"]}), target.location)
+    as_json = [st.fragment_to_json(f) for f in fragments]
+    staged = st.stage_fragments(namespace, target, as_json, mode="append")
+    assert staged.version == 3
+    assert lance.dataset(target.location).count_rows() == 2
+    commit(namespace, [staged])
+    assert sorted(lance.dataset(target.location).to_table()["other"].to_pylist()) == ["x", "y", "z"]
+
+
+def test_one_version_per_table_per_staging(namespace: ln.LanceNamespace) -> None:
+    staging = st.StagingNamespace(namespace)
+    st.stage_data(namespace, ["t"], rows(1), staging=staging)
+    with pytest.raises(ln.InvalidInputError, match="already staged"):
+        st.stage_data(namespace, ["t"], rows(1), staging=staging)
+
+
+def test_entries_json_round_trip(tmp_path: Path, namespace: ln.LanceNamespace) -> None:
+    entries = [
+        st.stage_data(namespace, ["a"], rows(2)),
+        ln.CreateTableVersionEntry(
+            id=["ns", "b"], version=7, manifest_path="bucket/p/_versions/7.manifest-u"
+        ),
+    ]
+    path = tmp_path / "out" / "entries.json"
+    st.write_entries(entries, path)
+    document = json.loads(path.read_text())
+    assert list(document) == ["entries"]
+    assert document["entries"][1] == {
+        "id": ["ns", "b"],
+        "version": 7,
+        "manifest_path": "bucket/p/_versions/7.manifest-u",
+    }
+    assert st.read_entries(path) == entries
+    assert st.read_entries(f"file://{path}") == entries
+    assert st.entries_from_json(st.entries_to_json(entries)) == entries
+    with pytest.raises(ln.InvalidInputError):
+        st.entries_from_json('{"entries": [{"id": ["x"]}]}')
+    with pytest.raises(ln.InvalidInputError):
+        st.entries_from_json('{"nope": 1}')

@@ -1,0 +1,101 @@
+"""Spark staging on local[2]: executors write, the driver stages, nothing is visible before the commit."""
+
+from __future__ import annotations
+
+import os
+
+import lance
+import lance_namespace as ln
+import pyarrow as pa
+import pytest
+from conftest import commit
+
+from airflow_provider_lance.namespace.staging import latest_version
+from airflow_provider_lance.spark import stage_dataframe, stage_dataframes
+
+pytestmark = pytest.mark.spark
+
+
+def demo(spark, n: int, start: int = 0):  # noqa: ANN001, ANN201
+    from pyspark.sql import functions as F
+
+    return (
+        spark.range(start, start + n, numPartitions=2)
+        .select(F.col("id"), F.concat(F.lit("u"), F.col("id").cast("string")).alias("name"))
+    )
+
+
+def test_append_and_overwrite(spark, namespace: ln.LanceNamespace) -> None:  # noqa: ANN001
+    namespace.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    existing = ["prod", "events"]
+    lance.write_dataset(
+        pa.table({"id": pa.array(range(5), pa.int64()), "name": [f"u{i}" for i in range(5)]}),
+        namespace_client=namespace,
+        table_id=existing,
+        mode="create",
+    )
+    staged = stage_dataframes(
+        namespace, {"prod.events": demo(spark, 1000, 5), "prod.users": demo(spark, 300)}, mode="append"
+    )
+
+    # Executors wrote the files; the driver only got fragment metadata strings back.
+    for result in staged:
+        assert result.writer_pids and os.getpid() not in result.writer_pids
+        assert 1 <= len(result.fragments) <= 2
+        assert all(isinstance(f, str) and '"physical_rows"' in f for f in result.fragments)
+    assert [r.rows for r in staged] == [1000, 300]
+    assert [r.entry.version for r in staged] == [2, 1]
+
+    # Nothing visible yet.
+    location = namespace.describe_table(ln.DescribeTableRequest(id=existing)).location
+    assert lance.dataset(location).version == 1
+    assert lance.dataset(location).count_rows() == 5
+    assert latest_version(namespace, existing) == 1
+    assert latest_version(namespace, ["prod", "users"]) == 0
+
+    commit(namespace, [r.entry for r in staged])
+    events = lance.dataset(namespace_client=namespace, table_id=existing)
+    assert events.version == 2
+    assert sorted(events.to_table()["id"].to_pylist()) == list(range(1005))
+    users = lance.dataset(namespace_client=namespace, table_id=["prod", "users"]).to_table()
+    assert sorted(users["name"].to_pylist()) == sorted(f"u{i}" for i in range(300))
+
+    # Overwrite replaces rows and takes the DataFrame's schema.
+    frame = spark.createDataFrame([(1, "a"), (2, "b")], "k long, label string")
+    result = stage_dataframe(frame, namespace, "prod.events", mode="overwrite")
+    assert result.entry.version == 3
+    assert lance.dataset(location).count_rows() == 1005
+    commit(namespace, [result.entry])
+    table = lance.dataset(location).to_table().sort_by("k")
+    assert table.to_pydict() == {"k": [1, 2], "label": ["a", "b"]}
+
+
+def test_failure_midway_commits_nothing(spark, namespace: ln.LanceNamespace) -> None:  # noqa: ANN001
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    for name in ("a", "b"):
+        lance.write_dataset(
+            pa.table({"id": pa.array([0], pa.int64()), "name": ["x"]}),
+            namespace_client=namespace,
+            table_id=[name],
+            mode="create",
+        )
+
+    @F.udf(returnType=LongType())
+    def explode_at_500(value: int) -> int:
+        if value == 500:
+            raise RuntimeError("boom at row 500")
+        return value
+
+    broken = demo(spark, 1000).withColumn("id", explode_at_500("id"))
+    tables = [("a", demo(spark, 100)), ("b", demo(spark, 100)), ("c", broken)]
+    with pytest.raises(Exception, match="boom at row 500"):
+        stage_dataframes(namespace, tables, mode="append")
+
+    for name in ("a", "b"):
+        assert latest_version(namespace, [name]) == 1
+        location = namespace.describe_table(ln.DescribeTableRequest(id=[name])).location
+        assert lance.dataset(location).count_rows() == 1
+        assert lance.dataset(namespace_client=namespace, table_id=[name]).version == 1
+    assert latest_version(namespace, ["c"]) == 0  # declared, never given a version
