@@ -227,9 +227,7 @@ class LanceHook(BaseHook):
                     f"Connection {self.lance_conn_id!r}: extra 'storage_options' must be a JSON object"
                 ) from err
         if not isinstance(storage_options, dict):
-            raise AirflowException(
-                f"Connection {self.lance_conn_id!r}: extra 'storage_options' must be a dict"
-            )
+            raise AirflowException(f"Connection {self.lance_conn_id!r}: extra 'storage_options' must be a dict")
         for key, value in storage_options.items():
             if value is None:
                 continue
@@ -272,12 +270,9 @@ class LanceHook(BaseHook):
         except Exception as err:
             # The original exception may quote the properties (and so the secrets): drop it.
             raise AirflowException(
-                f"Cannot build Lance namespace {impl!r} for connection {self.lance_conn_id!r}: "
-                f"{self.redact(err)}"
+                f"Cannot build Lance namespace {impl!r} for connection {self.lance_conn_id!r}: {self.redact(err)}"
             ) from None
-        self.log.info(
-            "Connected to Lance namespace %s (impl %s)", self.redact(properties.get("root", "")), impl
-        )
+        self.log.info("Connected to Lance namespace %s (impl %s)", self.redact(properties.get("root", "")), impl)
         return client
 
     def get_conn(self) -> LanceNamespace:
@@ -311,9 +306,7 @@ class LanceHook(BaseHook):
         """
         import lance_namespace as ln
 
-        request = ln.CreateNamespaceRequest(
-            id=parse_identifier(namespace_id), properties=properties, mode=mode
-        )
+        request = ln.CreateNamespaceRequest(id=parse_identifier(namespace_id), properties=properties, mode=mode)
         return _as_model(self._call("create_namespace", request), ln.CreateNamespaceResponse)
 
     def drop_namespace(
@@ -338,9 +331,7 @@ class LanceHook(BaseHook):
         request = ln.DescribeNamespaceRequest(id=parse_identifier(namespace_id))
         return _as_model(self._call("describe_namespace", request), ln.DescribeNamespaceResponse)
 
-    def list_namespaces(
-        self, namespace_id: str | Sequence[str] | None = None, limit: int | None = None
-    ) -> list[str]:
+    def list_namespaces(self, namespace_id: str | Sequence[str] | None = None, limit: int | None = None) -> list[str]:
         """
         List the child namespaces of a namespace, following every page.
 
@@ -388,9 +379,7 @@ class LanceHook(BaseHook):
         """
         import lance_namespace as ln
 
-        request = ln.DeclareTableRequest(
-            id=parse_identifier(table_id), location=location, properties=properties
-        )
+        request = ln.DeclareTableRequest(id=parse_identifier(table_id), location=location, properties=properties)
         return _as_model(self._call("declare_table", request), ln.DeclareTableResponse)
 
     def register_table(
@@ -465,9 +454,7 @@ class LanceHook(BaseHook):
         names: list[str] = []
         token: str | None = None
         while True:
-            request = ln.ListTablesRequest(
-                id=parent, page_token=token, limit=limit, include_declared=include_declared
-            )
+            request = ln.ListTablesRequest(id=parent, page_token=token, limit=limit, include_declared=include_declared)
             response = self._call("list_tables", request)
             names.extend(_field(response, "tables") or [])
             next_token = _field(response, "page_token")
@@ -539,9 +526,7 @@ class LanceHook(BaseHook):
         import lance_namespace as ln
 
         request = ln.BatchCreateTableVersionsRequest(entries=[self.to_version_entry(e) for e in entries])
-        return _as_model(
-            self._call("batch_create_table_versions", request), ln.BatchCreateTableVersionsResponse
-        )
+        return _as_model(self._call("batch_create_table_versions", request), ln.BatchCreateTableVersionsResponse)
 
     def list_table_versions(self, table_id: str | Sequence[str], descending: bool | None = None) -> list[Any]:
         """
@@ -586,13 +571,17 @@ class LanceHook(BaseHook):
             return None
         return None if described is None else int(_field(described, "version"))
 
-    def batch_delete_table_versions(self, table_id: str | Sequence[str], ranges: Iterable[Any]) -> int:
+    def batch_delete_table_versions(
+        self, table_id: str | Sequence[str], ranges: Iterable[Any], ignore_missing: bool = False
+    ) -> int:
         """
         Delete version ranges of a table.
 
         :param table_id: Table identifier.
         :param ranges: ``{"start_version": a, "end_version": b}`` dicts or ``(a, b)`` pairs,
             start inclusive, end exclusive (``-1``: through the latest).
+        :param ignore_missing: Skip versions that do not exist (sent as ``ignore_missing`` in the
+            request context, since the request model has no such field).
         :return: the number of versions deleted.
         """
         import lance_namespace as ln
@@ -606,10 +595,12 @@ class LanceHook(BaseHook):
             else:
                 start, end = item
                 normalised.append({"start_version": int(start), "end_version": int(end)})
-        request = ln.BatchDeleteTableVersionsRequest(id=parse_identifier(table_id), ranges=normalised)
-        response = _as_model(
-            self._call("batch_delete_table_versions", request), ln.BatchDeleteTableVersionsResponse
+        request = ln.BatchDeleteTableVersionsRequest(
+            id=parse_identifier(table_id),
+            ranges=normalised,
+            context={"ignore_missing": "true"} if ignore_missing else None,
         )
+        response = _as_model(self._call("batch_delete_table_versions", request), ln.BatchDeleteTableVersionsResponse)
         return int(_field(response, "deleted_count") or 0)
 
     # ------------------------------------------------------------------ checks shared by sensors and triggers

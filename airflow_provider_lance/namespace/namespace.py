@@ -61,6 +61,7 @@ from lance_namespace import (
     ListTableVersionsResponse,
     NamespaceAlreadyExistsError,
     NamespaceExistsRequest,
+    NamespaceExistsResponse,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
     PermissionDeniedError,
@@ -68,6 +69,7 @@ from lance_namespace import (
     RegisterTableResponse,
     TableAlreadyExistsError,
     TableExistsRequest,
+    TableExistsResponse,
     TableNotFoundError,
     TableVersionNotFoundError,
     UnsupportedOperationError,
@@ -254,7 +256,7 @@ class DirectoryNamespace(LanceNamespace):
                 if mode in ("exist_ok", "existok"):
                     return CreateNamespaceResponse(properties=self.manifest.get(oid).metadata or {})
                 raise NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'") from None
-        return CreateNamespaceResponse(properties=dict(request.properties or {}))
+        return CreateNamespaceResponse(properties=dict(request.properties) if request.properties else None)
 
     @_operation
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
@@ -281,10 +283,11 @@ class DirectoryNamespace(LanceNamespace):
         return DescribeNamespaceResponse(properties=rows[ids.object_id(parts)].metadata or {})
 
     @_operation
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
-        """NamespaceExists: returns if it exists, raises NamespaceNotFound otherwise."""
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+        """NamespaceExists: answers if it exists, raises NamespaceNotFound otherwise."""
         parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
         self._check_namespace(parts, self._namespace_rows(ids.object_id(parts)))
+        return NamespaceExistsResponse()
 
     @_operation
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
@@ -431,12 +434,13 @@ class DirectoryNamespace(LanceNamespace):
             raise
 
     @_operation
-    def table_exists(self, request: TableExistsRequest) -> None:
-        """TableExists: returns if the table (and the requested version) exists, raises otherwise."""
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        """TableExists: answers if the table (and the requested version) exists, raises otherwise."""
         parts = ids.validate_identifier(request.id, "table")
         table = self._find_table(parts)
         if request.version is not None:
             self.versions.describe(table, request.version, self._managed())
+        return TableExistsResponse()
 
     @_operation
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
@@ -589,6 +593,7 @@ _REQUEST_MODELS: dict[str, type[pydantic.BaseModel]] = {
         ListTablesRequest,
         ListTableVersionsRequest,
         NamespaceExistsRequest,
+    NamespaceExistsResponse,
         RegisterTableRequest,
         TableExistsRequest,
     )

@@ -119,9 +119,7 @@ class _LanceBaseOperator(BaseOperator):
             facets: dict[str, Any] = {
                 "storage": StorageDatasetFacet(storageLayer="lance", fileFormat="lance"),
                 "symlinks": SymlinksDatasetFacet(
-                    identifiers=[
-                        SymlinkIdentifier(namespace=f"lance://{root}", name=".".join(table), type="TABLE")
-                    ]
+                    identifiers=[SymlinkIdentifier(namespace=f"lance://{root}", name=".".join(table), type="TABLE")]
                 ),
             }
             if version is not None:
@@ -623,9 +621,7 @@ class LanceBatchCreateTableVersionsOperator(_LanceCommitOperator):
             number = versions[index].version if index < len(versions) else entry.version
             committed.append({"table_id": list(entry.id), "version": int(number)})
         for item in committed:
-            self.log.info(
-                "Committed version %s of table %s", item["version"], format_identifier(item["table_id"])
-            )
+            self.log.info("Committed version %s of table %s", item["version"], format_identifier(item["table_id"]))
         return self._finish(context, committed, already=False)
 
 
@@ -654,7 +650,7 @@ def compute_retention_ranges(
     :param keep_newer_than: Keep versions younger than this (timedelta or seconds).
     :param now_millis: Current time in ms (for tests).
     :return: ``(ranges, deleted version numbers)``; ranges are ``{"start_version", "end_version"}``,
-        end exclusive, covering only deletable versions.
+        end exclusive, covering only existing deletable versions (engines may refuse missing ones).
     """
     ordered = sorted(versions, key=lambda v: int(v.version))
     if not ordered:
@@ -677,9 +673,6 @@ def compute_retention_ranges(
             continue
         deleted.append(number)
         if ranges and ranges[-1]["end_version"] == number:
-            ranges[-1]["end_version"] = number + 1
-        elif ranges and all(k not in keep for k in range(ranges[-1]["end_version"], number)):
-            # the gap holds no existing version: extend the range over it
             ranges[-1]["end_version"] = number + 1
         else:
             ranges.append({"start_version": number, "end_version": number + 1})

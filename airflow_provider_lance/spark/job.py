@@ -77,9 +77,7 @@ def namespace_properties(args: argparse.Namespace) -> dict[str, str]:
         loaded = json.loads(args.properties_json)
         if not isinstance(loaded, dict):
             raise SystemExit("--properties-json must be a JSON object")
-        properties.update(
-            {k: v if isinstance(v, str) else json.dumps(v) for k, v in loaded.items() if v is not None}
-        )
+        properties.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in loaded.items() if v is not None})
     properties.update(dict(args.property))
     if not properties.get("root"):
         raise SystemExit("the namespace property 'root' is required")
@@ -184,9 +182,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     write_entries([s.entry for s in staged], args.entries_out, storage_options=_fsspec_options(storage_options))
     summary = {
         "entries_out": args.entries_out,
-        "tables": [
-            {"table": ".".join(s.entry.id), "version": s.entry.version, "rows": s.rows} for s in staged
-        ],
+        "tables": [{"table": ".".join(s.entry.id), "version": s.entry.version, "rows": s.rows} for s in staged],
     }
     log.info("Staged %s", summary)
     return summary
@@ -227,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     spark = SparkSession.builder.appName("lance-spark-staging").getOrCreate()
     try:
         summary = run(argv, spark=spark)

@@ -211,9 +211,7 @@ def stage_dataframe(
     reported = df.mapInArrow(writer, RESULT_SCHEMA).collect()
     fragments = [row["fragment"] for row in reported]
     metadata = [fragment_from_json(text) for text in fragments]
-    entry = stage_fragments(
-        staging.inner, target, metadata, mode=mode, schema=schema, staging=staging
-    )
+    entry = stage_fragments(staging.inner, target, metadata, mode=mode, schema=schema, staging=staging)
     return StagedDataFrame(
         entry=entry,
         fragments=fragments,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import lance
@@ -57,10 +57,22 @@ def namespace(root: Path) -> ln.LanceNamespace:
     return lance.namespace.DirectoryNamespace(root=str(root))
 
 
-def commit(namespace: ln.LanceNamespace, entries: list[ln.CreateTableVersionEntry]) -> None:
+def _commit(namespace: ln.LanceNamespace, entries: list[ln.CreateTableVersionEntry]) -> None:
     """Commit entries: one batch where implemented; the reference only has create_table_version (dicts)."""
     try:
         st.commit_entries(namespace, entries)
     except ln.UnsupportedOperationError:
         for entry in entries:
             namespace.create_table_version(entry.model_dump(exclude_none=True))
+
+
+@pytest.fixture
+def commit() -> Callable[[ln.LanceNamespace, list[ln.CreateTableVersionEntry]], None]:
+    """Return a function committing staged entries to a namespace."""
+    return _commit
+
+
+@pytest.fixture
+def spark_environ() -> dict[str, str]:
+    """The process environment for a spark-submit child."""
+    return {**os.environ, **spark_env()}

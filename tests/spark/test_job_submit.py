@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,6 @@ import lance_namespace as ln
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import VENV_BIN, commit, spark_env
 
 from airflow_provider_lance.namespace.staging import latest_version, read_entries
 from airflow_provider_lance.spark import job_path
@@ -21,12 +19,18 @@ from airflow_provider_lance.spark import job_path
 pytestmark = pytest.mark.spark
 
 
-def test_spark_submit_job(tmp_path: Path, root: Path, namespace: ln.LanceNamespace) -> None:
+def test_spark_submit_job(
+    tmp_path: Path,
+    root: Path,
+    namespace: ln.LanceNamespace,
+    commit,
+    spark_environ: dict[str, str],
+) -> None:
     orders = tmp_path / "orders.parquet"
     pq.write_table(pa.table({"order_id": pa.array(range(50), pa.int64()), "amount": [1.5] * 50}), orders)
     entries_out = tmp_path / "out" / "entries.json"
     command = [
-        os.path.join(VENV_BIN, "spark-submit"),
+        str(Path(sys.executable).with_name("spark-submit")),
         "--master",
         "local[2]",
         "--conf",
@@ -43,10 +47,9 @@ def test_spark_submit_job(tmp_path: Path, root: Path, namespace: ln.LanceNamespa
         "--entries-out",
         str(entries_out),
     ]
-    env = {**os.environ, **spark_env()}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(command, env=spark_environ, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    summary = json.loads(next(x for x in done.stdout.splitlines() if x.startswith('{"entries_out"')))
     assert summary["tables"] == [
         {"table": "shop.users", "version": 1, "rows": 100},
         {"table": "shop.orders", "version": 1, "rows": 50},
@@ -62,4 +65,3 @@ def test_spark_submit_job(tmp_path: Path, root: Path, namespace: ln.LanceNamespa
     assert users["id"].to_pylist() == list(range(100))
     assert users["name"][7].as_py() == "user-7"
     assert lance.dataset(namespace_client=namespace, table_id=["shop", "orders"]).count_rows() == 50
-    assert sys.executable  # the job ran with this venv's python (PYSPARK_PYTHON)

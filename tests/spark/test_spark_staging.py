@@ -8,7 +8,6 @@ import lance
 import lance_namespace as ln
 import pyarrow as pa
 import pytest
-from conftest import commit
 
 from airflow_provider_lance.namespace.staging import latest_version
 from airflow_provider_lance.spark import stage_dataframe, stage_dataframes
@@ -16,16 +15,15 @@ from airflow_provider_lance.spark import stage_dataframe, stage_dataframes
 pytestmark = pytest.mark.spark
 
 
-def demo(spark, n: int, start: int = 0):  # noqa: ANN001, ANN201
+def demo(spark, n: int, start: int = 0):
     from pyspark.sql import functions as F
 
-    return (
-        spark.range(start, start + n, numPartitions=2)
-        .select(F.col("id"), F.concat(F.lit("u"), F.col("id").cast("string")).alias("name"))
+    return spark.range(start, start + n, numPartitions=2).select(
+        F.col("id"), F.concat(F.lit("u"), F.col("id").cast("string")).alias("name")
     )
 
 
-def test_append_and_overwrite(spark, namespace: ln.LanceNamespace) -> None:  # noqa: ANN001
+def test_append_and_overwrite(spark, namespace: ln.LanceNamespace, commit) -> None:
     namespace.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
     existing = ["prod", "events"]
     lance.write_dataset(
@@ -70,7 +68,7 @@ def test_append_and_overwrite(spark, namespace: ln.LanceNamespace) -> None:  # n
     assert table.to_pydict() == {"k": [1, 2], "label": ["a", "b"]}
 
 
-def test_failure_midway_commits_nothing(spark, namespace: ln.LanceNamespace) -> None:  # noqa: ANN001
+def test_failure_midway_commits_nothing(spark, namespace: ln.LanceNamespace) -> None:
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
 

@@ -1,0 +1,227 @@
+"""LanceHook against real local namespaces (the reference and, when importable, our engine)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import lance_namespace as ln
+import pytest
+
+from airflow_provider_lance.hooks.lance import DEFAULT_IMPL, LanceHook, parse_identifier
+from tests.airflow_helpers import skip_if_unsupported, stage_append, write_table
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("ns.sub.table", ["ns", "sub", "table"]),
+        ("table", ["table"]),
+        (["ns", "t"], ["ns", "t"]),
+        (("ns", "t"), ["ns", "t"]),
+        ('["ns", "t"]', ["ns", "t"]),
+        ("", []),
+        (None, []),
+        ([], []),
+    ],
+)
+def test_parse_identifier(given, expected):
+    assert parse_identifier(given) == expected
+
+
+@pytest.mark.parametrize("bad", ["ns..t", ".t", "t.", ["ns", ""], ["ns", 3]])
+def test_parse_identifier_rejects_empty_parts(bad):
+    with pytest.raises(ValueError, match="non-empty string"):
+        parse_identifier(bad)
+
+
+class TestConfig:
+    def test_properties_from_connection(self, monkeypatch):
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_LANCE_DEFAULT",
+            json.dumps(
+                {
+                    "conn_type": "lance",
+                    "host": "s3://bucket/prefix",
+                    "login": "AKIAEXAMPLE",
+                    "password": "very-secret-key-123",
+                    "extra": {
+                        "storage_options": {"region": "eu-west-1", "allow_http": True},
+                        "manifest_enabled": True,
+                        "dir_listing_enabled": "false",
+                        "table_version_management": "true",
+                    },
+                }
+            ),
+        )
+        impl, props = LanceHook().get_namespace_config()
+        assert impl == DEFAULT_IMPL
+        assert props == {
+            "root": "s3://bucket/prefix",
+            "storage.region": "eu-west-1",
+            "storage.allow_http": "true",
+            "storage.aws_access_key_id": "AKIAEXAMPLE",
+            "storage.aws_secret_access_key": "very-secret-key-123",
+            "manifest_enabled": "true",
+            "dir_listing_enabled": "false",
+            "table_version_management": "true",
+        }
+
+    def test_root_extra_and_impl_alias(self, monkeypatch):
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_LANCE_DEFAULT",
+            json.dumps({"conn_type": "lance", "extra": {"root": "file:///data/x", "impl": "dir"}}),
+        )
+        assert LanceHook().get_namespace_config() == ("dir", {"root": "file:///data/x"})
+
+    def test_full_class_path_impl(self, set_conn, lance_root):
+        set_conn("lance.namespace.DirectoryNamespace")
+        hook = LanceHook()
+        assert type(hook.get_conn()).__name__ == "DirectoryNamespace"
+        assert hook.list_namespaces() == []
+
+    def test_missing_root_fails_clearly(self, monkeypatch):
+        monkeypatch.setenv("AIRFLOW_CONN_LANCE_DEFAULT", json.dumps({"conn_type": "lance", "extra": {"impl": "dir"}}))
+        with pytest.raises(Exception, match="no namespace root"):
+            LanceHook().get_conn()
+
+    def test_secrets_never_in_errors_or_repr(self, set_conn, caplog):
+        secret = "s3cr3t-passw0rd-value"
+        set_conn("no.such.Namespace", password=secret, extra={"storage_options": {"session_token": "tok-en-123456"}})
+        hook = LanceHook()
+        with caplog.at_level(logging.DEBUG):
+            with pytest.raises(Exception) as excinfo:
+                hook.get_conn()
+            ok, message = hook.test_connection()
+        assert not ok
+        for text in (str(excinfo.value), message, repr(hook), caplog.text):
+            assert secret not in text
+            assert "tok-en-123456" not in text
+        assert "no.such.Namespace" in str(excinfo.value)
+        assert excinfo.value.__cause__ is None
+
+    def test_ui_metadata(self):
+        behaviour = LanceHook.get_ui_field_behaviour()
+        assert "port" in behaviour["hidden_fields"]
+        from airflow_provider_lance.get_provider_info import get_provider_info
+
+        info = get_provider_info()
+        assert info["package-name"] == "airflow-provider-lance"
+        (conn_type,) = info["connection-types"]
+        assert conn_type["connection-type"] == LanceHook.conn_type == "lance"
+        assert conn_type["hook-class-name"] == "airflow_provider_lance.hooks.lance.LanceHook"
+        assert set(conn_type["conn-fields"]) == {"impl", "root"}
+
+
+class TestOperations:
+    def test_test_connection_creates_nothing(self, hook, lance_root):
+        ok, message = hook.test_connection()
+        assert ok, message
+        assert "successfully" in message
+        assert list(lance_root.iterdir()) == []
+
+    def test_namespaces(self, hook):
+        hook.create_namespace("a")
+        hook.create_namespace(["a", "b"])
+        assert hook.namespace_exists("a")
+        assert hook.namespace_exists("a.b")
+        assert not hook.namespace_exists("zz")
+        assert hook.list_namespaces() == ["a"]
+        assert hook.list_namespaces("a") == ["b"]
+        hook.describe_namespace("a.b")
+        with pytest.raises(ln.NamespaceAlreadyExistsError):
+            hook.create_namespace("a")
+        hook.drop_namespace("a.b")
+        assert not hook.namespace_exists("a.b")
+        with pytest.raises(ln.NamespaceNotFoundError):
+            hook.describe_namespace("a.b")
+
+    def test_tables(self, hook, lance_root):
+        hook.create_namespace("ns")
+        declared = hook.declare_table("ns.t1")
+        assert declared.location
+        assert hook.table_exists("ns.t1")
+        assert not hook.table_exists("ns.missing")
+        assert not hook.table_exists("nope.missing")
+        assert hook.describe_table(["ns", "t1"]).location == declared.location
+        with pytest.raises(ln.TableAlreadyExistsError):
+            hook.declare_table("ns.t1")
+        write_table(hook.namespace, ["ns", "t2"])
+        assert sorted(hook.list_tables("ns")) == ["t1", "t2"]
+        hook.drop_table("ns.t2")
+        assert not hook.table_exists("ns.t2")
+        with pytest.raises(ln.TableNotFoundError):
+            hook.drop_table("ns.t2")
+
+    def test_register_and_deregister(self, hook, lance_root):
+        hook.create_namespace("ns")
+        write_table(hook.namespace, ["ns", "t"])
+        location = hook.describe_table("ns.t").location
+        deregistered = hook.deregister_table("ns.t")
+        assert not hook.table_exists("ns.t")
+        relative = location.rstrip("/").rsplit("/", 1)[-1]
+        assert deregistered.location is None or deregistered.location.endswith(relative)
+        registered = hook.register_table("ns.t_again", relative)
+        assert hook.table_exists("ns.t_again")
+        assert registered.location
+
+    def test_list_tables_follows_pages(self, hook):
+        hook.create_namespace("ns")
+        for i in range(5):
+            hook.declare_table(["ns", f"t{i}"])
+        assert hook.list_tables("ns", limit=2) == [f"t{i}" for i in range(5)]
+
+    def test_versions(self, hook):
+        hook.create_namespace("ns")
+        assert write_table(hook.namespace, ["ns", "t"]) == 1
+        write_table(hook.namespace, ["ns", "t"], mode="append")
+        write_table(hook.namespace, ["ns", "t"], mode="append")
+        versions = hook.list_table_versions("ns.t")
+        assert [v.version for v in versions] == [1, 2, 3]
+        assert [v.version for v in hook.list_table_versions("ns.t", descending=True)] == [3, 2, 1]
+        assert hook.describe_table_version("ns.t", 2).version == 2
+        assert hook.get_latest_version("ns.t") == 3
+        with pytest.raises(ln.TableVersionNotFoundError):
+            hook.describe_table_version("ns.t", 42)
+        assert hook.batch_delete_table_versions("ns.t", [(1, 3)]) == 2
+        assert [v.version for v in hook.list_table_versions("ns.t")] == [3]
+
+    def test_latest_version_of_declared_table_is_none(self, hook):
+        hook.declare_table("t")
+        assert hook.get_latest_version("t") is None
+
+    def test_create_table_version_commits_staged_manifest(self, hook):
+        write_table(hook.namespace, ["t"])
+        entry = stage_append(hook.namespace, ["t"])
+        assert hook.get_latest_version("t") == 1
+        response = hook.create_table_version(
+            "t",
+            entry["version"],
+            entry["manifest_path"],
+            manifest_size=entry.get("manifest_size"),
+            e_tag=entry.get("e_tag"),
+            naming_scheme=entry.get("naming_scheme"),
+        )
+        assert response.version.version == 2
+        assert hook.get_latest_version("t") == 2
+
+    def test_check_table_version(self, hook):
+        assert hook.check_table_version("t", version=1) == (False, None)
+        write_table(hook.namespace, ["t"])
+        assert hook.check_table_version("t", version=1) == (True, 1)
+        assert hook.check_table_version("t", version=2) == (False, None)
+        assert hook.check_table_version("t", min_version=2) == (False, 1)
+        assert hook.check_table_version("t", baseline=1) == (False, 1)
+        assert hook.check_table_version("t", baseline=0) == (True, 1)
+
+
+def test_batch_create_table_versions(set_conn, engine_impl):
+    set_conn(engine_impl)
+    hook = LanceHook()
+    write_table(hook.namespace, ["a"])
+    write_table(hook.namespace, ["b"])
+    entries = [stage_append(hook.namespace, ["a"]), stage_append(hook.namespace, ["b"])]
+    response = skip_if_unsupported(hook.batch_create_table_versions, entries)
+    assert [v.version for v in response.versions] == [2, 2]
+    assert hook.get_latest_version("a") == 2
+    assert hook.get_latest_version("b") == 2
