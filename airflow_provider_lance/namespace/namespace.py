@@ -315,7 +315,7 @@ class DirectoryNamespace(LanceNamespace):
         deleted = self.manifest.delete(f"object_id = {sql_string(oid)} AND object_type = '{NAMESPACE}'")
         if deleted == 0 and mode != "skip":
             raise NamespaceNotFoundError(f"Namespace not found: '{oid}' (dropped concurrently)")
-        return DropNamespaceResponse(properties=rows[oid].metadata)
+        return DropNamespaceResponse()
 
     # -- tables ---------------------------------------------------------------------------------------
     @_operation
