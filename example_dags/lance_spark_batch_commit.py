@@ -96,16 +96,20 @@ with DAG(
     @task
     def report(params: dict | None = None) -> dict[str, dict[str, int]]:
         """Read every committed table through the namespace and log its version and row count."""
+        import logging
+
         import lance
 
         from airflow_provider_lance.hooks.lance import LanceHook
+
+        log = logging.getLogger("airflow.task")
 
         namespace = LanceHook(lance_conn_id=params["lance_conn_id"]).namespace
         result = {}
         for table in TABLES:
             dataset = lance.dataset(namespace_client=namespace, table_id=table.split("."))
-            result[table] = {"version": dataset.version, "rows": dataset.count_rows()}
-            print(f"{table}: version {dataset.version}, {dataset.count_rows()} rows")
+            result[table] = {"version": int(dataset.version), "rows": int(dataset.count_rows())}
+            log.info("%s: version %s, %s rows", table, result[table]["version"], result[table]["rows"])
         return result
 
     stage_tables >> commit_versions >> sensors >> report()

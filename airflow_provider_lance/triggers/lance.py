@@ -12,7 +12,8 @@ from airflow_provider_lance.hooks.lance import LanceHook, format_identifier, par
 
 
 def _error_event(hook: LanceHook | None, table_id: list[str], err: BaseException) -> TriggerEvent:
-    """An error event; namespace errors are fatal (no retry), others are not."""
+    """An error event; namespace and configuration errors are fatal (no retry), others are not."""
+    from airflow.providers.common.compat.sdk import AirflowException
     from lance_namespace import LanceNamespaceError
 
     text = f"{type(err).__name__}: {err}"
@@ -22,7 +23,7 @@ def _error_event(hook: LanceHook | None, table_id: list[str], err: BaseException
         {
             "status": "error",
             "table_id": table_id,
-            "fatal": isinstance(err, LanceNamespaceError),
+            "fatal": isinstance(err, (LanceNamespaceError, AirflowException, ValueError)),
             "message": f"Error while waiting for Lance table {format_identifier(table_id)}: {text}",
         }
     )

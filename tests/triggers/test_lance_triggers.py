@@ -6,8 +6,6 @@ import asyncio
 import importlib
 import json
 
-import pytest
-
 from airflow_provider_lance.triggers.lance import LanceTableExistenceTrigger, LanceTableVersionTrigger
 from tests.airflow_helpers import write_table
 
@@ -75,34 +73,19 @@ def test_version_trigger_fires_with_version(hook):
     assert event.payload["version"] == 2
 
 
-def test_trigger_yields_error_on_namespace_error(set_conn, impl):
-    set_conn(impl)
-    event = _first_event(LanceTableExistenceTrigger(table_id=["bad..id"] if False else ["a", ""], poll_interval=0.05))
-    assert event.payload["status"] == "error"
-
-
-def test_trigger_yields_fatal_error_on_invalid_table(hook):
-    hook.declare_table("t")
-    event = _first_event(LanceTableVersionTrigger(table_id="t", version=1, poll_interval=0.05), timeout=3) if False else None
-    assert event is None
-
-
 def test_trigger_error_event_on_bad_connection(set_conn):
     set_conn("no.such.Impl", password="hunter2-secret")
     event = _first_event(LanceTableExistenceTrigger(table_id="t", poll_interval=0.05))
     assert event.payload["status"] == "error"
-    assert event.payload["fatal"] is False
+    assert event.payload["fatal"] is True  # a configuration error: no point waiting
     assert "no.such.Impl" in event.payload["message"]
     assert "hunter2-secret" not in event.payload["message"]
 
 
-def test_trigger_fatal_on_namespace_error(set_conn, impl, lance_root):
-    # a corrupt __manifest is not "not yet": the engine raises, the trigger reports it at once
-    set_conn(impl)
-    (lance_root / "__manifest").mkdir()
-    (lance_root / "__manifest" / "_versions").mkdir()
-    (lance_root / "__manifest" / "_versions" / "1.manifest").write_bytes(b"garbage")
-    event = _first_event(LanceTableExistenceTrigger(table_id="ns.t", poll_interval=0.05))
-    if event.payload["status"] == "success":
-        pytest.fail("a corrupt catalog must not look like an existing table")
+def test_trigger_fatal_on_namespace_error(set_conn, engine_impl):
+    # an invalid identifier is not "not yet": the engine raises InvalidInput and the trigger stops
+    set_conn(engine_impl)
+    event = _first_event(LanceTableVersionTrigger(table_id=["bad$part"], version=1, poll_interval=0.05))
     assert event.payload["status"] == "error"
+    assert event.payload["fatal"] is True
+    assert "InvalidInputError" in event.payload["message"]

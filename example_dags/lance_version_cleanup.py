@@ -1,0 +1,36 @@
+"""Scheduled retention: keep the newest versions of each Lance table and delete the older ones.
+
+One ``LanceBatchDeleteTableVersionsOperator`` per table with a ``keep_last`` policy (the latest version is
+never deleted; a table that does not exist yet is skipped).
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import DAG, Param
+
+from airflow_provider_lance.operators.lance import LanceBatchDeleteTableVersionsOperator
+
+TABLES = ["demo.users", "demo.events", "demo.scores"]
+
+with DAG(
+    dag_id="lance_version_cleanup",
+    schedule="@daily",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["lance", "maintenance", "example"],
+    params={
+        "lance_conn_id": Param("lance_default", type="string"),
+        "keep_last": Param(5, type="integer", minimum=1),
+    },
+    doc_md=__doc__,
+) as dag:
+    for table in TABLES:
+        LanceBatchDeleteTableVersionsOperator(
+            task_id=f"retain_{table.replace('.', '_')}",
+            table_id=table,
+            keep_last="{{ params.keep_last }}",
+            ignore_if_missing=True,
+            lance_conn_id="{{ params.lance_conn_id }}",
+        )

@@ -1,0 +1,182 @@
+"""Bad input: the right ``lance_namespace`` error class and code, and a byte-identical directory tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pytest
+from lance_namespace import (
+    InvalidInputError,
+    LanceNamespaceError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    TableVersionNotFoundError,
+    UnsupportedOperationError,
+)
+
+from airflow_provider_lance.namespace import DirectoryNamespace
+from tests.conftest import tree_snapshot
+
+LONG = "x" * 300
+STAGED_OUTSIDE = "/etc/passwd"
+
+CASES: list[tuple[str, str, Any, type[LanceNamespaceError]]] = [
+    ("ns-empty-part", "create_namespace", {"id": [""]}, InvalidInputError),
+    ("ns-dollar", "create_namespace", {"id": ["a$b"]}, InvalidInputError),
+    ("ns-slash", "create_namespace", {"id": ["a/b"]}, InvalidInputError),
+    ("ns-backslash", "create_namespace", {"id": ["a\\b"]}, InvalidInputError),
+    ("ns-dot", "create_namespace", {"id": ["."]}, InvalidInputError),
+    ("ns-dotdot", "create_namespace", {"id": [".."]}, InvalidInputError),
+    ("ns-nul", "create_namespace", {"id": ["a\x00"]}, InvalidInputError),
+    ("ns-newline", "create_namespace", {"id": ["a\nb"]}, InvalidInputError),
+    ("ns-too-long", "create_namespace", {"id": [LONG]}, InvalidInputError),
+    ("ns-id-string", "create_namespace", {"id": "prod"}, InvalidInputError),
+    ("ns-id-int-part", "create_namespace", {"id": [1]}, InvalidInputError),
+    ("ns-bad-mode", "create_namespace", {"id": ["new"], "mode": "bogus"}, InvalidInputError),
+    ("ns-bad-properties", "create_namespace", {"id": ["new"], "properties": {"a": 1}}, InvalidInputError),
+    ("ns-exists", "create_namespace", {"id": ["prod"]}, NamespaceAlreadyExistsError),
+    ("ns-root", "create_namespace", {"id": []}, NamespaceAlreadyExistsError),
+    ("ns-parent-missing", "create_namespace", {"id": ["nope", "child"]}, NamespaceNotFoundError),
+    ("ns-over-table", "create_namespace", {"id": ["prod", "users"]}, NamespaceAlreadyExistsError),
+    ("drop-root", "drop_namespace", {"id": []}, InvalidInputError),
+    ("drop-missing", "drop_namespace", {"id": ["nope"]}, NamespaceNotFoundError),
+    ("drop-not-empty", "drop_namespace", {"id": ["prod"]}, NamespaceNotEmptyError),
+    ("drop-cascade", "drop_namespace", {"id": ["prod"], "behavior": "cascade"}, UnsupportedOperationError),
+    ("drop-bad-mode", "drop_namespace", {"id": ["prod"], "mode": "maybe"}, InvalidInputError),
+    ("describe-ns-missing", "describe_namespace", {"id": ["nope"]}, NamespaceNotFoundError),
+    ("exists-ns-missing", "namespace_exists", {"id": ["prod", "nope"]}, NamespaceNotFoundError),
+    ("list-ns-missing", "list_namespaces", {"id": ["nope"]}, NamespaceNotFoundError),
+    ("list-ns-negative-limit", "list_namespaces", {"id": [], "limit": -1}, InvalidInputError),
+    ("declare-empty-id", "declare_table", {"id": []}, InvalidInputError),
+    ("declare-parent-missing", "declare_table", {"id": ["nope", "t"]}, NamespaceNotFoundError),
+    ("declare-exists-child", "declare_table", {"id": ["prod", "users"]}, TableAlreadyExistsError),
+    ("declare-exists-root", "declare_table", {"id": ["events"]}, TableAlreadyExistsError),
+    ("declare-dollar", "declare_table", {"id": ["prod", "a$b"]}, InvalidInputError),
+    ("declare-slash", "declare_table", {"id": ["a/../../etc"]}, InvalidInputError),
+    ("declare-loc-parent", "declare_table", {"id": ["prod", "n1"], "location": "../x"}, InvalidInputError),
+    ("declare-loc-abs", "declare_table", {"id": ["prod", "n2"], "location": "/tmp/x"}, InvalidInputError),
+    ("declare-loc-uri", "declare_table", {"id": ["prod", "n3"], "location": "s3://b/x"}, InvalidInputError),
+    ("declare-loc-manifest", "declare_table", {"id": ["prod", "n4"], "location": "__manifest"}, InvalidInputError),
+    ("declare-over-namespace", "declare_table", {"id": ["prod"]}, TableAlreadyExistsError),
+    ("list-tables-missing", "list_tables", {"id": ["nope"]}, NamespaceNotFoundError),
+    ("list-tables-negative", "list_tables", {"id": ["prod"], "limit": -5}, InvalidInputError),
+    ("describe-missing", "describe_table", {"id": ["prod", "nope"]}, TableNotFoundError),
+    ("describe-parent-missing", "describe_table", {"id": ["nope", "t"]}, NamespaceNotFoundError),
+    ("describe-version-missing", "describe_table", {"id": ["prod", "users"], "version": 42}, TableVersionNotFoundError),
+    ("describe-negative-version", "describe_table", {"id": ["prod", "users"], "version": -1}, InvalidInputError),
+    ("exists-missing", "table_exists", {"id": ["prod", "nope"]}, TableNotFoundError),
+    ("exists-version-missing", "table_exists", {"id": ["prod", "users"], "version": 9}, TableVersionNotFoundError),
+    ("register-parent", "register_table", {"id": ["prod", "r"], "location": "../x"}, InvalidInputError),
+    ("register-uri", "register_table", {"id": ["prod", "r"], "location": "file:///etc"}, InvalidInputError),
+    ("register-abs", "register_table", {"id": ["prod", "r"], "location": "/etc"}, InvalidInputError),
+    ("register-empty", "register_table", {"id": ["prod", "r"], "location": ""}, InvalidInputError),
+    ("register-nothing-there", "register_table", {"id": ["prod", "r"], "location": "ghost.lance"}, InvalidInputError),
+    ("register-exists", "register_table", {"id": ["events"], "location": "events.lance"}, TableAlreadyExistsError),
+    ("register-no-location", "register_table", {"id": ["prod", "r"]}, InvalidInputError),
+    ("deregister-missing", "deregister_table", {"id": ["prod", "nope"]}, TableNotFoundError),
+    ("drop-table-missing", "drop_table", {"id": ["nope"]}, TableNotFoundError),
+    ("drop-table-parent-missing", "drop_table", {"id": ["nope", "t"]}, NamespaceNotFoundError),
+    (
+        "version-missing-table",
+        "create_table_version",
+        {"id": ["prod", "nope"], "version": 2, "manifest_path": "x"},
+        TableNotFoundError,
+    ),
+    (
+        "version-outside-root",
+        "create_table_version",
+        {"id": ["prod", "users"], "version": 2, "manifest_path": STAGED_OUTSIDE},
+        InvalidInputError,
+    ),
+    (
+        "version-zero",
+        "create_table_version",
+        {"id": ["prod", "users"], "version": 0, "manifest_path": "x"},
+        InvalidInputError,
+    ),
+    ("batch-empty", "batch_create_table_versions", {"entries": []}, InvalidInputError),
+    ("versions-bad-token", "list_table_versions", {"id": ["prod", "users"], "page_token": "abc"}, InvalidInputError),
+    ("describe-version-99", "describe_table_version", {"id": ["prod", "users"], "version": 99}, TableVersionNotFoundError),
+    (
+        "delete-missing-versions",
+        "batch_delete_table_versions",
+        {"id": ["prod", "users"], "ranges": [{"start_version": 5, "end_version": 9}]},
+        TableVersionNotFoundError,
+    ),
+    (
+        "delete-negative-start",
+        "batch_delete_table_versions",
+        {"id": ["prod", "users"], "ranges": [{"start_version": -1, "end_version": 1}]},
+        InvalidInputError,
+    ),
+    ("request-wrong-type", "list_tables", "prod", InvalidInputError),
+]
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> tuple[DirectoryNamespace, Path]:
+    root = tmp_path_factory.mktemp("bad-input")
+    ns = DirectoryNamespace(root=str(root))
+    ns.create_namespace({"id": ["prod"]})
+    data = pa.table({"id": [1, 2, 3]})
+    lance.write_dataset(data, namespace_client=ns, table_id=["prod", "users"], mode="create")
+    lance.write_dataset(data, namespace_client=ns, table_id=["events"], mode="create")
+    return ns, root
+
+
+def test_there_are_at_least_40_cases() -> None:
+    assert len(CASES) >= 40
+    assert len({name for name, *_ in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize(("name", "method", "request_", "error"), CASES, ids=[case[0] for case in CASES])
+def test_bad_input_is_refused_and_changes_nothing(catalog, name, method, request_, error) -> None:
+    ns, root = catalog
+    before = tree_snapshot(root)
+    with pytest.raises(error) as raised:
+        getattr(ns, method)(request_)
+    assert raised.value.code == error.code
+    assert str(raised.value)
+    assert tree_snapshot(root) == before, f"{name} changed the directory tree"
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {"manifest_enabled": "yes"},
+        {"dir_listing_enabled": "1"},
+        {"manifest_enabled": "false", "dir_listing_enabled": "false"},
+        {"commit_retries": "many"},
+        {"commit_retries": "-1"},
+        {"table_version_management": "maybe"},
+        {"table_version_management": "true", "manifest_enabled": "false"},
+        {"root": "ftp://host/x"},
+        {"root": "/tmp/a\x00b"},
+        {"storage.": "x"},
+    ],
+)
+def test_malformed_properties_name_the_property(tmp_path, properties) -> None:
+    properties = {"root": str(tmp_path / "r"), **properties}
+    with pytest.raises(InvalidInputError) as raised:
+        DirectoryNamespace(**properties)
+    assert any(key.split(".")[0] in str(raised.value) for key in properties if key != "root") or "root" in str(
+        raised.value
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_construction_and_reads_create_nothing(tmp_path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    ns = DirectoryNamespace(root=str(root))
+    assert ns.list_namespaces({"id": []}).namespaces == []
+    assert ns.list_tables({"id": []}).tables == []
+    with pytest.raises(TableNotFoundError):
+        ns.describe_table({"id": ["t"]})
+    assert list(root.iterdir()) == []
