@@ -20,15 +20,9 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "hooks": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.hooks.lance"]}],
-        "operators": [
-            {"integration-name": "Lance", "python-modules": ["airflow_provider_lance.operators.lance"]}
-        ],
-        "sensors": [
-            {"integration-name": "Lance", "python-modules": ["airflow_provider_lance.sensors.lance"]}
-        ],
-        "triggers": [
-            {"integration-name": "Lance", "python-modules": ["airflow_provider_lance.triggers.lance"]}
-        ],
+        "operators": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.operators.lance"]}],
+        "sensors": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.sensors.lance"]}],
+        "triggers": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.triggers.lance"]}],
         "connection-types": [
             {
                 "hook-class-name": "airflow_provider_lance.hooks.lance.LanceHook",
@@ -67,9 +61,7 @@ def get_provider_info() -> dict[str, Any]:
                 "schemes": ["lance"],
                 "handler": "airflow_provider_lance.assets.lance.sanitize_uri",
                 "factory": "airflow_provider_lance.assets.lance.create_asset",
-                "to_openlineage_converter": (
-                    "airflow_provider_lance.assets.lance.convert_asset_to_openlineage"
-                ),
+                "to_openlineage_converter": "airflow_provider_lance.assets.lance.convert_asset_to_openlineage",
             }
         ],
     }

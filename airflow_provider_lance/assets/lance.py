@@ -7,7 +7,8 @@ dotted table identifier as the last path segment; an object-store scheme is kept
 * root ``s3://bucket/warehouse``, table ``["sales", "orders"]`` →
   ``lance://bucket/warehouse/sales.orders?storage=s3``
 * root ``/data/lance`` (or ``file:///data/lance``), table ``["events"]`` →
-  ``lance:///data/lance/events``
+  ``lance://localhost/data/lance/events`` (``localhost`` stands for local storage: an empty
+  authority would not survive Airflow's URI normalisation)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Asset
 
 _LOCAL_SCHEMES = ("", "file")
+LOCAL_HOST = "localhost"
 
 
 def _table_parts(table_id: str | Sequence[str]) -> list[str]:
@@ -49,9 +51,12 @@ def lance_asset_uri(root: str, table_id: str | Sequence[str]) -> str:
     else:
         netloc, path = parsed.netloc, parsed.path
     path = path.rstrip("/")
-    query = "" if scheme in _LOCAL_SCHEMES else urllib.parse.urlencode({"storage": scheme})
+    if scheme in _LOCAL_SCHEMES:
+        netloc, query = netloc or LOCAL_HOST, ""
+    else:
+        query = "?" + urllib.parse.urlencode({"storage": scheme})
     quoted_table = urllib.parse.quote(".".join(parts), safe=".$-_")
-    return urllib.parse.urlunsplit(("lance", netloc, f"{path}/{quoted_table}", query, ""))
+    return f"lance://{netloc}{path}/{quoted_table}{query}"
 
 
 def create_asset(
@@ -100,7 +105,8 @@ def split_asset_uri(uri: str) -> tuple[str, list[str]]:
     if storage:
         root = f"{storage}://{parsed.netloc}{root_path}"
     else:
-        root = f"file://{parsed.netloc}{root_path}" if parsed.netloc else f"file://{root_path or '/'}"
+        netloc = "" if parsed.netloc == LOCAL_HOST else parsed.netloc
+        root = f"file://{netloc}{root_path or '/'}"
     return root, _table_parts(urllib.parse.unquote(table))
 
 
@@ -116,5 +122,6 @@ def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> OpenLine
     storage = urllib.parse.parse_qs(parsed.query).get("storage", [""])[0]
     if storage:
         return OpenLineageDataset(namespace=f"{storage}://{parsed.netloc}", name=parsed.path.lstrip("/"))
-    namespace = f"file://{parsed.netloc}" if parsed.netloc else "file"
+    netloc = "" if parsed.netloc == LOCAL_HOST else parsed.netloc
+    namespace = f"file://{netloc}" if netloc else "file"
     return OpenLineageDataset(namespace=namespace, name=parsed.path)

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 from lance_namespace import InternalError, UnsupportedOperationError
 
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
+from airflow_provider_lance.namespace.maintenance import maybe_maintain
 from airflow_provider_lance.namespace.storage import Storage
 
 NAMESPACE = "namespace"
@@ -44,6 +48,7 @@ WRITER_FLAG_TABLE_VERSIONS = 1
 KNOWN_READER_FLAGS = 0
 KNOWN_WRITER_FLAGS = WRITER_FLAG_TABLE_VERSIONS
 
+_COLUMNS = ["object_id", "object_type", "location", "metadata"]
 _MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?:[^"\\]|\\.)*)"')
 
 
@@ -102,6 +107,23 @@ class ManifestTable:
         self.storage_options = storage.options
         self.commit_retries = commit_retries
         self._dataset: lance.LanceDataset | None = None
+        # All rows of one manifest version (reads filter it in memory); keyed by that version, so a commit
+        # by any process (a new latest version) makes the next read load the table again.
+        self._snapshot: tuple[int, pa.Table] | None = None
+        self._scope = threading.local()  # per thread: inside an operation, has latest() been checked out?
+
+    @contextmanager
+    def operation(self) -> Iterator[None]:
+        """One namespace operation: the latest version is checked out once, at its first read (not at every
+        read of the operation); a write in the operation makes the next read check out again."""
+        depth = getattr(self._scope, "depth", 0)
+        self._scope.depth = depth + 1
+        if depth == 0:
+            self._scope.fresh = False
+        try:
+            yield
+        finally:
+            self._scope.depth = depth
 
     # -- opening ----------------------------------------------------------------------------------------
     def latest(self) -> lance.LanceDataset | None:
@@ -114,8 +136,9 @@ class ManifestTable:
                 if _is_not_found(error):
                     return None
                 raise
-        else:
+        elif not (getattr(self._scope, "depth", 0) and getattr(self._scope, "fresh", False)):
             self._dataset.checkout_latest()
+        self._scope.fresh = True
         unknown = _flags(self._dataset.metadata, READER_FLAGS_KEY) & ~KNOWN_READER_FLAGS
         if unknown:
             raise UnsupportedOperationError(
@@ -157,6 +180,23 @@ class ManifestTable:
         dataset = self.latest()
         return dict(dataset.metadata) if dataset is not None else {}
 
+    def _rows(self) -> pa.Table | None:
+        """Every row of the latest version (one scan per version; a full scan of the four columns costs less
+        than a filtered one, which reads the same columns and evaluates the SQL filter)."""
+        dataset = self.latest()
+        if dataset is None:
+            return None
+        version = dataset.version
+        if self._snapshot is None or self._snapshot[0] != version:
+            self._snapshot = (version, dataset.to_table(columns=_COLUMNS))
+        return self._snapshot[1]
+
+    def _select(self, mask: Any) -> list[ManifestRow]:
+        table = self._rows()
+        if table is None:
+            return []
+        return [ManifestRow.from_arrow(row) for row in table.filter(mask(table)).to_pylist()]
+
     def query(self, where: str | None = None) -> list[ManifestRow]:
         """Rows matching a Lance SQL filter (all rows without one)."""
         dataset = self.latest()
@@ -166,24 +206,26 @@ class ManifestTable:
         return [ManifestRow.from_arrow(row) for row in table.to_pylist()]
 
     def get(self, object_id: str) -> ManifestRow | None:
-        rows = self.query(f"object_id = {sql_string(object_id)}")
+        rows = self._select(lambda table: pc.equal(table["object_id"], object_id))
         return rows[0] if rows else None
 
     def get_many(self, object_ids: Iterable[str]) -> dict[str, ManifestRow]:
-        ids = list(object_ids)
-        if not ids:
+        ids = pa.array(list(object_ids), pa.string())
+        if not len(ids):
             return {}
-        rows = self.query(f"object_id IN ({', '.join(sql_string(oid) for oid in ids)})")
+        rows = self._select(lambda table: pc.is_in(table["object_id"], value_set=ids))
         return {row.object_id: row for row in rows}
 
     def children(self, prefix: str, object_type: str | None = None) -> list[ManifestRow]:
         """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""
-        clauses = []
-        if prefix:
-            clauses.append(f"starts_with(object_id, {sql_string(prefix)})")
-        if object_type:
-            clauses.append(f"object_type = {sql_string(object_type)}")
-        return self.query(" AND ".join(clauses) or None)
+        return self._select(lambda table: _descendants(table, prefix, object_type))
+
+    def child_ids(self, prefix: str, object_type: str | None = None) -> list[str]:
+        """The object ids of :meth:`children` (no row objects: cheap for long listings)."""
+        table = self._rows()
+        if table is None:
+            return []
+        return table["object_id"].filter(_descendants(table, prefix, object_type)).to_pylist()
 
     # -- writes -----------------------------------------------------------------------------------------
     def insert(self, rows: list[ManifestRow]) -> None:
@@ -203,18 +245,23 @@ class ManifestTable:
             if match:
                 raise DuplicateObjectError(match.group(1)) from None
             raise
+        finally:
+            self._after_write(dataset)
 
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
         dataset = self._for_write()
         data = pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
-        (
-            dataset.merge_insert("object_id")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .conflict_retries(self.commit_retries)
-            .execute(data)
-        )
+        try:
+            (
+                dataset.merge_insert("object_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .conflict_retries(self.commit_retries)
+                .execute(data)
+            )
+        finally:
+            self._after_write(dataset)
 
     def delete(self, where: str) -> int:
         """Delete matching rows in one commit; returns how many were deleted."""
@@ -222,12 +269,33 @@ class ManifestTable:
         if dataset is None:
             return 0
         dataset = self._for_write()
-        result = dataset.delete(where, conflict_retries=self.commit_retries)
+        try:
+            result = dataset.delete(where, conflict_retries=self.commit_retries)
+        finally:
+            self._after_write(dataset)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
-        self._for_write().update_metadata(values)
+        dataset = self._for_write()
+        try:
+            dataset.update_metadata(values)
+        finally:
+            self._after_write(dataset)
+
+    def _after_write(self, dataset: lance.LanceDataset) -> None:
+        """The one place every ``__manifest`` commit passes: the next read checks out again, and
+        maintenance (compaction, clean-up of old versions) runs when this commit crosses its threshold."""
+        self._scope.fresh = False
+        maybe_maintain(dataset)
+
+
+def _descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
+    """A mask of the rows whose object id starts with ``prefix`` (and whose type is ``object_type``)."""
+    mask = pc.starts_with(table["object_id"], prefix) if prefix else pc.is_valid(table["object_id"])
+    if object_type:
+        mask = pc.and_(mask, pc.equal(table["object_type"], object_type))
+    return mask
 
 
 def _is_not_found(error: Exception) -> bool:

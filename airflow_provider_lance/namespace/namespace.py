@@ -129,12 +129,17 @@ def _operation(method: Callable[..., Any]) -> Callable[..., Any]:
                 raise InvalidInputError(f"Invalid {request_class.__name__}: {error}") from None
         elif not isinstance(request, request_class):
             raise InvalidInputError(f"Expected a {request_class.__name__} or a dict, got {type(request).__name__}")
+
+        def run() -> Any:
+            with self.manifest.operation():  # one check-out of the latest __manifest per operation
+                return method(self, request)
+
         try:
             if isinstance(threading.current_thread(), threading._DummyThread):
                 # Called back from a pylance (Rust) thread: pylance calls made on that thread crash the
                 # interpreter (it holds the GIL without a Python thread state), so run on a Python thread.
-                return _CALLBACK_EXECUTOR.submit(method, self, request).result()
-            return method(self, request)
+                return _CALLBACK_EXECUTOR.submit(run).result()
+            return run()
         except LanceNamespaceError:
             raise
         except PermissionError as error:
@@ -368,21 +373,24 @@ class DirectoryNamespace(LanceNamespace):
         names: set[str] = set()
         if self.config.manifest_enabled:
             self._check_namespace(parts, self._namespace_rows(ids.object_id(parts)))
-            rows = self.manifest.children(ids.child_prefix(parts), TABLE)
-            names.update(name for row in rows if (name := ids.direct_child_name(row.object_id, parts)))
+            prefix = ids.child_prefix(parts)
+            child_ids = self.manifest.child_ids(prefix, TABLE)
+            names.update(rest for oid in child_ids if (rest := oid[len(prefix) :]) and ids.DELIMITER not in rest)
         if self.config.dir_listing_enabled and not parts:
-            names.update(self._v1_table_names())
+            names.update(self._v1_table_names(names))
         if request.include_declared is False:
             names = {name for name in names if self._has_versions(self._find_table([*parts, name], False))}
         page, token = ids.paginate(names, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
 
-    def _v1_table_names(self) -> list[str]:
+    def _v1_table_names(self, known: set[str]) -> list[str]:
+        """Root ``*.lance`` directories that are tables: one names-only listing of the root, then one
+        listing per candidate the manifest does not already list (a table with a row exists anyway)."""
         names = []
-        for entry, info in self.storage.list_dir("").items():
-            if info is None and entry.endswith(ids.TABLE_SUFFIX) and entry != ids.TABLE_SUFFIX:
+        for entry in self.storage.list_names(""):
+            if entry.endswith(ids.TABLE_SUFFIX) and entry != ids.TABLE_SUFFIX:
                 name = entry[: -len(ids.TABLE_SUFFIX)]
-                if self._v1_table([name]) is not None:
+                if name in known or self._v1_table([name]) is not None:
                     names.append(name)
         return names
 
@@ -437,6 +445,8 @@ class DirectoryNamespace(LanceNamespace):
     def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         """TableExists: answers if the table (and the requested version) exists, raises otherwise."""
         parts = ids.validate_identifier(request.id, "table")
+        if request.version is None and self._v1_table(parts) is not None:
+            return TableExistsResponse()  # a root table found by its directory listing exists anyway
         table = self._find_table(parts)
         if request.version is not None:
             self.versions.describe(table, request.version, self._managed())

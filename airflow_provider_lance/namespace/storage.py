@@ -2,18 +2,30 @@
 
 Keys are ``/``-separated paths relative to the namespace root. The cost model of the engine is the number
 of storage requests, so every method here is one request (or one listing) where the store allows it.
+
+Atomic creates (``put_if_not_exists``) are the engine's commit primitive. Local disk uses ``link``, memory a
+process lock, S3 a conditional put (``If-None-Match: *``). An S3-compatible endpoint that silently ignores
+the header would turn every commit into a last-writer-wins overwrite, so before the first atomic create on an
+endpoint/bucket the engine checks once per process that a second create of a probe object is refused, and
+refuses to commit if it is not. ``storage.conditional_put`` (the Lance/object_store option) controls this:
+unset = probe, ``etag`` = trust the endpoint (no probe), ``disabled`` = the store has no atomic create, so
+every commit fails with UnsupportedOperation (pylance fails the same way). Other schemes are refused.
+See docs/reliability.md.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
 import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import fsspec
-from lance_namespace import InvalidInputError
+from lance_namespace import InvalidInputError, UnsupportedOperationError
 
 # Lance (object_store) option names → s3fs arguments; the same ``storage.*`` properties configure both.
 _S3_CREDENTIALS = {
@@ -33,7 +45,64 @@ _S3_CLIENT = {
     "aws_region": "region_name",
     "region": "region_name",
 }
+_S3_FLAGS = {"aws_skip_signature": "anon", "skip_signature": "anon"}
+_CONDITIONAL_PUT = ("aws_conditional_put", "conditional_put")
+_SECRET_OPTIONS = frozenset(
+    {"aws_secret_access_key", "secret_access_key", "aws_session_token", "session_token", "token"}
+)
 _MEMORY_LOCK = threading.Lock()
+_PROBE_LOCK = threading.Lock()
+_PROBED: dict[tuple[str, str], bool] = {}  # (endpoint, bucket) -> honours If-None-Match
+PROBE_PREFIX = ".lance-conditional-put-probe-"
+
+
+def is_not_found_error(error: BaseException) -> bool:
+    """True when a pylance/fsspec error says the object does not exist. A refusal (403, bad key, missing
+    bucket) also says "does not exist" in its text; it is a failure, never an empty result."""
+    text = str(error).lower()
+    if is_denied_error(error) or "nosuchbucket" in text or "bucket does not exist" in text:
+        return False
+    return "not found" in text or "does not exist" in text or "no such file" in text
+
+
+def is_denied_error(error: BaseException) -> bool:
+    """True when the store refused the request (credentials or permissions)."""
+    if isinstance(error, PermissionError):
+        return True
+    text = str(error).lower()
+    return any(
+        marker in text
+        for marker in ("403 forbidden", "accessdenied", "access denied", "invalidaccesskeyid", "signaturedoesnotmatch")
+    )
+
+
+class _RedactCredentials(logging.Filter):
+    """botocore logs every signed request at DEBUG, Authorization header (with the access key id) and
+    security token included; replace both before any handler sees the record."""
+
+    _PATTERNS = (
+        (re.compile(r"Credential=[^/,\s'\"]+"), "Credential=***"),
+        (re.compile(r"('X-Amz-Security-Token': b?)'[^']*'", re.IGNORECASE), r"\1'***'"),
+    )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = message
+        for pattern, replacement in self._PATTERNS:
+            redacted = pattern.sub(replacement, redacted)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return True
+
+
+_REDACTOR = _RedactCredentials()
+
+
+def _install_log_redaction() -> None:
+    for name in ("botocore.endpoint", "botocore.auth", "aiobotocore.endpoint"):
+        logger = logging.getLogger(name)
+        if _REDACTOR not in logger.filters:
+            logger.addFilter(_REDACTOR)
 
 
 @dataclass(frozen=True)
@@ -54,6 +123,8 @@ def _s3_arguments(options: dict[str, str]) -> dict[str, Any]:
             kwargs[_S3_CREDENTIALS[lowered]] = value
         elif lowered in _S3_CLIENT:
             client[_S3_CLIENT[lowered]] = value
+        elif lowered in _S3_FLAGS:
+            kwargs[_S3_FLAGS[lowered]] = value.strip().lower() == "true"
     if client:
         kwargs["client_kwargs"] = client
     return kwargs
@@ -77,13 +148,32 @@ class Storage:
             self.fs = fsspec.filesystem("memory")
             self._base = "/" + rest.strip("/") if rest.strip("/") else ""
         elif self.scheme in ("s3", "s3a"):
+            _install_log_redaction()
             self.fs = fsspec.filesystem("s3", **_s3_arguments(self.options))
             self._base = rest
         else:
-            raise InvalidInputError(f"Invalid property 'root': unsupported storage scheme '{self.scheme}'")
+            # Only stores with a known atomic create are accepted: committing on anything else could
+            # silently lose a concurrent commit.
+            raise InvalidInputError(
+                f"Invalid property 'root': unsupported storage scheme '{self.scheme}' (supported: file, memory, "
+                "s3, s3a; the engine needs an atomic put-if-not-exists, see docs/reliability.md)"
+            )
+        lowered = {name.lower(): value for name, value in self.options.items()}
+        mode = next((lowered[name] for name in _CONDITIONAL_PUT if name in lowered), None)
+        self.conditional_put = mode.strip().lower() if mode is not None else None
+        if self.conditional_put not in (None, "etag", "disabled"):
+            raise InvalidInputError(
+                "Invalid property 'storage.conditional_put': this engine supports 'etag' and 'disabled', "
+                "not lock-based commits"
+            )
 
     def __repr__(self) -> str:  # never show storage options: they may hold secrets
         return f"Storage(root={self.root!r})"
+
+    @property
+    def safe_options(self) -> dict[str, str]:
+        """The storage options with secret values masked (for messages and debugging)."""
+        return {name: ("***" if name.lower() in _SECRET_OPTIONS else value) for name, value in self.options.items()}
 
     # -- naming -----------------------------------------------------------------------------------------
     def path(self, key: str = "") -> str:
@@ -143,6 +233,21 @@ class Storage:
             children[child] = None if entry.get("type") == "directory" else self._file_info(entry)
         return children
 
+    def list_names(self, key: str = "") -> list[str]:
+        """Names of the direct children of ``key`` (files and directories alike; [] if missing): one
+        listing, without the per-entry ``stat`` that a detailed local listing makes."""
+        try:
+            entries = self.fs.ls(self.path(key), detail=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        prefix = self.path(key).rstrip("/").lstrip("/") + "/"
+        names = []
+        for entry in entries:
+            name = entry.rstrip("/").lstrip("/")
+            if name.startswith(prefix) and (child := name[len(prefix) :]) and "/" not in child:
+                names.append(child)
+        return names
+
     def read(self, key: str) -> bytes:
         return self.fs.cat_file(self.path(key))
 
@@ -197,24 +302,60 @@ class Storage:
                     return False
                 self.fs.pipe_file(path, data)
             return True
+        self._check_atomic_create()
         try:
             self.fs.pipe_file(path, data, mode="create")
         except FileExistsError:
             return False
         return True
 
+    def _check_atomic_create(self) -> None:
+        """Fail loudly unless this S3 endpoint refuses a second create of the same key (once per process and
+        endpoint/bucket; ``storage.conditional_put=etag`` skips the check, ``disabled`` refuses commits)."""
+        if self.conditional_put == "disabled":
+            raise UnsupportedOperationError(
+                "The store has no atomic put-if-not-exists (storage.conditional_put=disabled): "
+                "this engine refuses to commit rather than risk losing a concurrent commit"
+            )
+        if self.conditional_put == "etag":
+            return
+        client = self.fs.client_kwargs if isinstance(getattr(self.fs, "client_kwargs", None), dict) else {}
+        cache_key = (str(client.get("endpoint_url", "")), self._base.strip("/").partition("/")[0])
+        with _PROBE_LOCK:
+            honoured = _PROBED.get(cache_key)
+            if honoured is None:
+                honoured = self._probe_conditional_put()
+                _PROBED[cache_key] = honoured
+        if not honoured:
+            raise UnsupportedOperationError(
+                f"The S3 endpoint for '{self.root}' ignores 'If-None-Match: *' (a second conditional create of "
+                "the same object succeeded): commits would not be atomic, so the engine refuses to write. "
+                "Use a store with conditional writes, or set storage.conditional_put=disabled to make this explicit"
+            )
+
+    def _probe_conditional_put(self) -> bool:
+        probe = self.path(f"{PROBE_PREFIX}{uuid.uuid4().hex}")
+        try:
+            self.fs.pipe_file(probe, b"1", mode="create")
+            try:
+                self.fs.pipe_file(probe, b"2", mode="create")
+            except FileExistsError:
+                return True
+            return False
+        except FileExistsError:  # a uuid key that exists before our first create: no answer we can trust
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                self.fs.rm_file(probe)
+
     def delete(self, key: str) -> None:
         """Delete one file; a missing file is not an error."""
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(self.path(key))
-        except FileNotFoundError:
-            pass
 
     def delete_tree(self, key: str) -> None:
         """Delete everything under ``key``; a missing directory is not an error."""
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self.fs.rm(self.path(key), recursive=True)
-        except FileNotFoundError:
-            pass
         if self.scheme == "file" and os.path.isdir(self.path(key)):
             os.rmdir(self.path(key))

@@ -146,9 +146,16 @@ class TableVersions:
         return _version_from(version, meta)
 
     def _finalize(self, staged_key: str, final_key: str) -> None:
-        """Copy staged → final (put-if-not-exists; idempotent), then remove the staged file."""
-        if self.storage.exists(staged_key):
+        """Copy staged → final (put-if-not-exists; idempotent), then remove the staged file.
+
+        Several processes may finalize the same version at once (the committer and any reader that found the
+        row still staged); the staged file can vanish between the check and the read, when another finalizer
+        has already copied it, so a missing staged file falls back to the final one."""
+        try:
             data = self.storage.read(staged_key)
+        except FileNotFoundError:
+            data = None
+        if data is not None:
             if not self.storage.put_if_not_exists(final_key, data) and self.storage.read(final_key) != data:
                 raise ConcurrentModificationError(f"Another manifest already exists at '{final_key}'")
             self.storage.delete(staged_key)
@@ -226,14 +233,16 @@ class TableVersions:
         rows = []
         for entry in entries:
             oid = ids.object_id(entry.table.parts)
-            if not self.storage.exists(entry.staged_key):
-                raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
+            # The version check comes first: a retry of a batch that was committed (its staged files are
+            # gone by now) must hear "version exists" (14), not "staged manifest not found" (13).
             latest = self.latest(entry.table)
             latest_version = latest.version if latest else 0
             if entry.version != latest_version + 1:
                 raise ConcurrentModificationError(
                     f"Version {entry.version} of '{oid}' is not the next version (latest is {latest_version})"
                 )
+            if not self.storage.exists(entry.staged_key):
+                raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
             info = self.storage.info(entry.staged_key)
             metadata = {
                 "manifest_path": self.storage.object_path(entry.staged_key),

@@ -48,9 +48,7 @@ class _LanceBaseSensor(BaseSensorOperator):
     def _fatal(self, err: BaseException) -> AirflowFailException:
         ident = parse_identifier(self.table_id)
         return AirflowFailException(
-            self.hook.redact(
-                f"Cannot check Lance table {format_identifier(ident)}: {type(err).__name__}: {err}"
-            )
+            self.hook.redact(f"Cannot check Lance table {format_identifier(ident)}: {type(err).__name__}: {err}")
         )
 
     def _guarded(self, func: Any, *args: Any, **kwargs: Any) -> Any:
@@ -178,7 +176,14 @@ class LanceTableVersionSensor(_LanceBaseSensor):
                 "newer_than_baseline in mode='reschedule' needs context['task_state_store'] (Airflow 3.3+); "
                 "use mode='poke' or deferrable=True"
             )
-        latest = self._guarded(self.hook.get_latest_version, ident)
+        import lance_namespace as ln
+
+        try:
+            latest = self.hook.get_latest_version(ident)
+        except (ln.TableNotFoundError, ln.NamespaceNotFoundError):
+            latest = None  # no table yet: its first version will be newer than the baseline
+        except (ln.LanceNamespaceError, AirflowException, ValueError) as err:
+            raise self._fatal(err) from None
         baseline = 0 if latest is None else int(latest)
         if store is not None:
             store.set(BASELINE_KEY, baseline)
@@ -198,9 +203,7 @@ class LanceTableVersionSensor(_LanceBaseSensor):
         ident = parse_identifier(self.table_id)
         criteria = self._criteria(context, ident)
         done, found = self._guarded(self.hook.check_table_version, ident, **criteria)
-        self.log.info(
-            "Lance table %s: version found %s, condition met: %s", format_identifier(ident), found, done
-        )
+        self.log.info("Lance table %s: version found %s, condition met: %s", format_identifier(ident), found, done)
         return PokeReturnValue(is_done=done, xcom_value=found if done else None)
 
     def _trigger(self, context: Context) -> LanceTableVersionTrigger:

@@ -20,8 +20,8 @@ from airflow_provider_lance.assets.lance import (
     [
         ("s3://bucket/warehouse", "sales.orders", "lance://bucket/warehouse/sales.orders?storage=s3"),
         ("s3://bucket/warehouse/", ["t"], "lance://bucket/warehouse/t?storage=s3"),
-        ("/data/lance", ["events"], "lance:///data/lance/events"),
-        ("file:///data/lance", "a.b.c", "lance:///data/lance/a.b.c"),
+        ("/data/lance", ["events"], "lance://localhost/data/lance/events"),
+        ("file:///data/lance", "a.b.c", "lance://localhost/data/lance/a.b.c"),
         ("gs://b", "t", "lance://b/t?storage=gs"),
     ],
 )
@@ -34,12 +34,19 @@ def test_uri(root, table, uri):
 
 def test_create_asset_name_and_extra():
     asset = create_asset(root="/r", table_id="t", name="my-table", extra={"k": "v"})
-    assert (asset.name, asset.uri, asset.extra) == ("my-table", "lance:///r/t", {"k": "v"})
+    assert (asset.name, asset.uri, asset.extra) == ("my-table", "lance://localhost/r/t", {"k": "v"})
+
+
+def test_uri_survives_airflow_normalisation():
+    from airflow.providers.common.compat.sdk import Asset
+
+    uri = lance_asset_uri("/data/lance", "ns.t")
+    assert Asset(uri=uri, name="x").uri == uri
 
 
 def test_split_round_trip():
     assert split_asset_uri("lance://bucket/w/sales.orders?storage=s3") == ("s3://bucket/w", ["sales", "orders"])
-    assert split_asset_uri("lance:///data/lance/t") == ("file:///data/lance", ["t"])
+    assert split_asset_uri("lance://localhost/data/lance/t") == ("file:///data/lance", ["t"])
 
 
 def test_sanitize_uri():

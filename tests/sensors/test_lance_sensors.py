@@ -113,7 +113,7 @@ def test_fatal_errors_fail_at_once(set_conn, engine_impl):
 
 def test_configuration_errors_fail_at_once(set_conn):
     set_conn("no.such.Impl")
-    with pytest.raises(AirflowFailException, match="no.such.Impl"):
+    with pytest.raises(AirflowFailException, match=r"no\.such\.Impl"):
         LanceTableExistenceSensor(task_id="s", table_id="t").poke(ctx())
 
 

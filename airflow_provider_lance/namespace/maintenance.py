@@ -1,0 +1,151 @@
+"""Maintenance of ``__manifest``: compaction and clean-up of old versions.
+
+Every catalog write is one Lance commit that adds a fragment (a data file), often a deletion file, a
+transaction file and a manifest version. Left alone, reads slow down with the number of fragments and every
+``checkout_latest`` lists an ever longer ``_versions/``. Two Lance operations undo that:
+
+* **compaction** (``dataset.optimize.compact_files``) rewrites small fragments into one and materialises
+  deletions. It is an ordinary Lance commit (a *Rewrite*): readers of older versions keep reading the files
+  those versions name, and a concurrent writer either commits first or rebases; a compaction that loses the
+  race is skipped (nothing is lost, it is retried at the next threshold);
+* **clean-up** (``cleanup_old_versions(older_than=...)``) deletes manifests, transactions and data files that
+  only versions older than a time window use. Lance never removes the latest version, and the window
+  (``DEFAULT_KEEP``, 10 minutes) keeps every version a running reader may still have checked out: an
+  operation of this engine reads one version for milliseconds, and a pylance reader that holds an old
+  version longer than the window is told so by a clear "not found" error, never by wrong data.
+
+Both run automatically: :func:`maybe_maintain` is called by ``ManifestTable`` after every commit (one cheap
+check on the in-memory manifest: the new version number), and every ``CHECK_EVERY``-th version (exactly one
+writer, whichever process, commits that version) looks at the fragment count and compacts past
+``FRAGMENT_THRESHOLD``, then cleans up. :func:`maintain_manifest` does the same on demand for the Airflow
+layer (an operator or a maintenance DAG) and reports what it did.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import lance
+
+    from airflow_provider_lance.namespace.namespace import DirectoryNamespace
+
+log = logging.getLogger(__name__)
+
+DEFAULT_KEEP = timedelta(minutes=10)
+# Check every CHECK_EVERY-th manifest version; compact when more than FRAGMENT_THRESHOLD fragments.
+CHECK_EVERY = int(os.environ.get("LANCE_NAMESPACE_MAINTENANCE_EVERY", "50"))
+FRAGMENT_THRESHOLD = int(os.environ.get("LANCE_NAMESPACE_MAINTENANCE_FRAGMENTS", "16"))
+_LOCK = threading.Lock()
+_RUNNING: set[str] = set()  # manifest URIs being maintained by this process
+
+
+def _fragments(dataset: lance.LanceDataset) -> int:
+    return len(dataset.get_fragments())
+
+
+def _compact(dataset: lance.LanceDataset, result: dict[str, Any]) -> None:
+    before = _fragments(dataset)
+    result["fragments_before"] = before
+    try:
+        metrics = dataset.optimize.compact_files(materialize_deletions_threshold=0.0, num_threads=1)
+    except (OSError, ValueError, RuntimeError) as error:  # lost a race with a writer: skip, retry next time
+        result["compaction_skipped"] = f"{type(error).__name__}: {error}"
+        log.info("__manifest compaction skipped: %s", error)
+        return
+    result["fragments_removed"] = metrics.fragments_removed
+    result["fragments_added"] = metrics.fragments_added
+    result["fragments_after"] = _fragments(dataset)
+    result["compacted"] = metrics.fragments_removed > 0
+
+
+def _cleanup(dataset: lance.LanceDataset, keep: timedelta, result: dict[str, Any]) -> None:
+    try:
+        stats = dataset.cleanup_old_versions(older_than=keep, delete_unverified=False)
+    except (OSError, ValueError, RuntimeError) as error:
+        result["cleanup_skipped"] = f"{type(error).__name__}: {error}"
+        log.info("__manifest clean-up skipped: %s", error)
+        return
+    result["versions_removed"] = stats.old_versions
+    result["bytes_removed"] = stats.bytes_removed
+
+
+def run(
+    dataset: lance.LanceDataset,
+    *,
+    compact: bool = True,
+    cleanup: bool = True,
+    keep: timedelta = DEFAULT_KEEP,
+    min_fragments: int = 2,
+) -> dict[str, Any]:
+    """Compact (when the table has at least ``min_fragments`` fragments) and clean up versions older than
+    ``keep`` on ``dataset`` (checked out at the latest version first); returns what was done."""
+    started = time.perf_counter()
+    dataset.checkout_latest()
+    result: dict[str, Any] = {"version_before": dataset.version, "compacted": False, "versions_removed": 0}
+    if compact and _fragments(dataset) >= max(min_fragments, 2):
+        _compact(dataset, result)
+    elif compact:
+        result["fragments_before"] = result["fragments_after"] = _fragments(dataset)
+    if cleanup:
+        _cleanup(dataset, keep, result)
+    result["version_after"] = dataset.version
+    result["seconds"] = round(time.perf_counter() - started, 4)
+    return result
+
+
+def maybe_maintain(dataset: lance.LanceDataset) -> dict[str, Any] | None:
+    """The automatic trigger, called after every ``__manifest`` commit. Costs one in-memory version check
+    unless the commit's version is a multiple of ``CHECK_EVERY``; never raises (a write has succeeded)."""
+    try:
+        version = dataset.version
+        if CHECK_EVERY <= 0 or version % CHECK_EVERY:
+            return None
+        uri = dataset.uri
+        with _LOCK:
+            if uri in _RUNNING:
+                return None
+            _RUNNING.add(uri)
+        try:
+            fragments = _fragments(dataset)
+            result = run(dataset, compact=fragments > FRAGMENT_THRESHOLD, cleanup=True)
+        finally:
+            with _LOCK:
+                _RUNNING.discard(uri)
+        log.debug("__manifest maintenance at version %s: %s", version, result)
+        return result
+    except Exception as error:  # maintenance must never fail the write that triggered it
+        log.warning("__manifest maintenance failed (the write itself succeeded): %s", error)
+        return None
+
+
+def maintain_manifest(
+    namespace: DirectoryNamespace,
+    *,
+    compact: bool = True,
+    cleanup: bool = True,
+    older_than: timedelta = DEFAULT_KEEP,
+    min_fragments: int = 2,
+) -> dict[str, Any]:
+    """Compact ``__manifest`` and remove its versions older than ``older_than`` (never the latest, never one
+    inside the window that running readers may use). Safe while other processes read and write.
+
+    :param namespace: an ``airflow_provider_lance.namespace.DirectoryNamespace``.
+    :param compact: rewrite small fragments into one (when there are at least ``min_fragments``).
+    :param cleanup: delete the files of versions older than ``older_than``.
+    :param older_than: the window of versions kept for running readers (default 10 minutes).
+    :return: a JSON-able dict: ``compacted``, ``fragments_before/after``, ``versions_removed``,
+        ``bytes_removed``, ``version_before/after``, ``seconds``, and ``*_skipped`` reasons; ``{"skipped":
+        ...}`` when the catalog has no ``__manifest`` yet.
+    """
+    if older_than < timedelta(0):
+        raise ValueError("older_than must not be negative")
+    dataset = namespace.manifest.latest()
+    if dataset is None:
+        return {"skipped": "the catalog has no __manifest yet", "compacted": False, "versions_removed": 0}
+    return run(dataset, compact=compact, cleanup=cleanup, keep=older_than, min_fragments=min_fragments)

@@ -1,0 +1,1 @@
+"""Benchmarks of the directory namespace engine against the reference (``python -m benchmarks``)."""

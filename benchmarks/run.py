@@ -1,0 +1,496 @@
+"""``python -m benchmarks``: our engine against the reference (pylance's Rust ``DirectoryNamespace``) in one run.
+
+Writes ``docs/benchmarks.md`` (and the raw numbers to ``benchmarks/results/latest.json``). ``BENCH_QUICK=1``
+runs a small smoke version in about a minute.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lance
+import lance_namespace as ln
+from lance.namespace import DirectoryNamespace as ReferenceNamespace
+
+from airflow_provider_lance.namespace import DirectoryNamespace
+from benchmarks import catalog
+from benchmarks.report import render
+
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
+REPO = Path(__file__).resolve().parent.parent
+DOC = REPO / "docs" / "benchmarks.md"
+RESULTS = Path(__file__).resolve().parent / "results" / ("quick.json" if QUICK else "latest.json")
+
+SIZES = [100] if QUICK else [100, 1000, 10000]
+REPS = 5 if QUICK else 30
+REPS_LARGE = 5 if QUICK else 15  # at 10,000 tables
+ROOT_LIST_REPS = 3 if QUICK else 7
+WRITE_CHECKPOINTS = [100, 300] if QUICK else [100, 1000, 10000]
+REFERENCE_WRITE_CHECKPOINTS = [100, 300] if QUICK else [100, 1000]
+BATCH_SIZES = [1, 10] if QUICK else [1, 10, 100]
+BATCH_ROUNDS = 1 if QUICK else 3
+POKE_SIZES = [100] if QUICK else [100, 1000, 10000]
+LIST_VERSIONS = 20  # versions of the table that ListTableVersions / DescribeTableVersion read
+
+# The reference's version methods take plain dicts (its other methods take request models).
+_REFERENCE_DICT_METHODS = {"create_table_version", "describe_table_version", "batch_delete_table_versions"}
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+@dataclass
+class Engine:
+    """One implementation behind a uniform ``call``."""
+
+    name: str
+    namespace: Any
+
+    def call(self, method: str, request: Any) -> Any:
+        if self.name == "reference" and method in _REFERENCE_DICT_METHODS:
+            request = request.model_dump(exclude_none=True)
+        return getattr(self.namespace, method)(request)
+
+
+def ours(root: Path | str, **properties: str) -> Engine:
+    return Engine("ours", DirectoryNamespace(root=str(root), **properties))
+
+
+def reference(root: Path | str, **properties: str) -> Engine:
+    return Engine("reference", ReferenceNamespace(root=str(root), **properties))
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+@dataclass
+class Timing:
+    samples: list[float] = field(default_factory=list)  # milliseconds
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p95(self) -> float:
+        return percentile(self.samples, 0.95)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"p50": self.p50, "p95": self.p95, "n": len(self.samples)}
+
+
+def measure(
+    operation: Callable[[int], Any], reps: int, setup: Callable[[int], Any] | None = None, warmup: bool = True
+) -> Timing:
+    """Time ``operation(i)`` for i in range(reps) (``setup(i)`` runs untimed before each)."""
+    timing = Timing()
+    if warmup:
+        if setup:
+            setup(-1)
+        operation(-1)
+    gc.collect()
+    for i in range(reps):
+        if setup:
+            setup(i)
+        start = time.perf_counter()
+        operation(i)
+        timing.samples.append((time.perf_counter() - start) * 1000)
+    return timing
+
+
+# -- 1. every operation at 100 / 1,000 / 10,000 tables ------------------------------------------------------------
+def operations_at(size: int, work: Path, template: Path) -> dict[str, dict[str, Any]]:
+    reps = REPS_LARGE if size >= 10000 else REPS
+    base = work / f"catalog-{size}"
+    log(f"building a catalog of {size} root + {size} child-namespace tables")
+    started = time.perf_counter()
+    data = catalog.build(base, size, data_tables=2, template=template)
+    catalog.install_data(template, data["data1"], LIST_VERSIONS)
+    built = time.perf_counter() - started
+    results: dict[str, dict[str, Any]] = {"_meta": {"build_seconds": built, "reps": reps}}
+    for make in (ours, reference):
+        root = work / f"catalog-{size}-{make.__name__}"
+        catalog.copy(base, root)
+        engine = make(root)
+        log(f"  {engine.name}: {size} tables")
+        results_for = _operations(engine, root, size, reps, template)
+        for op, timing in results_for.items():
+            results.setdefault(op, {})[engine.name] = timing.as_dict()
+        results["_meta"][f"{engine.name}_fragments_after"] = catalog.fragment_count(root)
+        results["_meta"][f"{engine.name}_versions_after"] = catalog.version_count(root)
+        catalog.remove(root)
+    catalog.remove(base)
+    return results
+
+
+def _operations(engine: Engine, root: Path, size: int, reps: int, template: Path) -> dict[str, Timing]:
+    ns = catalog.NAMESPACE
+
+    def pick(i: int) -> int:
+        return (i * 7919 + 13) % size
+
+    timings: dict[str, Timing] = {}
+    call = engine.call
+    # reads
+    timings["list_namespaces"] = measure(lambda i: call("list_namespaces", ln.ListNamespacesRequest(id=[])), reps)
+    timings["describe_namespace"] = measure(
+        lambda i: call("describe_namespace", ln.DescribeNamespaceRequest(id=[ns])), reps
+    )
+    timings["namespace_exists"] = measure(lambda i: call("namespace_exists", ln.NamespaceExistsRequest(id=[ns])), reps)
+    timings["list_tables (child namespace)"] = measure(
+        lambda i: call("list_tables", ln.ListTablesRequest(id=[ns])), reps
+    )
+    timings["list_tables (root, compatibility mode)"] = measure(
+        lambda i: call("list_tables", ln.ListTablesRequest(id=[])), ROOT_LIST_REPS
+    )
+    timings["describe_table"] = measure(
+        lambda i: call("describe_table", ln.DescribeTableRequest(id=[ns, f"t{pick(i)}"])), reps
+    )
+    timings["describe_table (table with data)"] = measure(
+        lambda i: call("describe_table", ln.DescribeTableRequest(id=[ns, "data1"])), reps
+    )
+    timings["table_exists"] = measure(
+        lambda i: call("table_exists", ln.TableExistsRequest(id=[ns, f"t{pick(i)}"])), reps
+    )
+    timings["describe_table (root table)"] = measure(
+        lambda i: call("describe_table", ln.DescribeTableRequest(id=[f"t{pick(i)}"])), reps
+    )
+    timings["table_exists (root table)"] = measure(
+        lambda i: call("table_exists", ln.TableExistsRequest(id=[f"t{pick(i)}"])), reps
+    )
+    timings["list_table_versions"] = measure(
+        lambda i: call("list_table_versions", ln.ListTableVersionsRequest(id=[ns, "data1"])), reps
+    )
+    timings["describe_table_version"] = measure(
+        lambda i: call("describe_table_version", ln.DescribeTableVersionRequest(id=[ns, "data1"])), reps
+    )
+    # writes
+    timings["create_namespace"] = measure(
+        lambda i: call("create_namespace", ln.CreateNamespaceRequest(id=[f"new{i}"])), reps
+    )
+    timings["declare_table"] = measure(
+        lambda i: call("declare_table", ln.DeclareTableRequest(id=[ns, f"new{i}"])), reps
+    )
+
+    def place_registered(i: int) -> None:
+        catalog.copy(template, root / f"registered{i}")
+
+    timings["register_table"] = measure(
+        lambda i: call("register_table", ln.RegisterTableRequest(id=[ns, f"reg{i}"], location=f"registered{i}")),
+        reps,
+        setup=place_registered,
+    )
+    timings["deregister_table"] = measure(
+        lambda i: call("deregister_table", ln.DeregisterTableRequest(id=[ns, f"reg{i}"])), reps
+    )
+    timings["drop_table"] = measure(lambda i: call("drop_table", ln.DropTableRequest(id=[ns, f"new{i}"])), reps)
+    location = root / _location(engine, [ns, "data0"])
+    staged: dict[int, str] = {}
+
+    def stage(i: int) -> None:
+        staged[i] = catalog.stage(template, location, i + 3)
+
+    timings["create_table_version"] = measure(
+        lambda i: call(
+            "create_table_version",
+            ln.CreateTableVersionRequest(id=[ns, "data0"], version=i + 3, manifest_path=staged[i]),
+        ),
+        reps,
+        setup=stage,
+    )
+    return timings
+
+
+def _location(engine: Engine, table: list[str]) -> str:
+    described = engine.call("describe_table", ln.DescribeTableRequest(id=table))
+    return described.location.removeprefix("file://").rsplit("/", 1)[1]
+
+
+# -- 2. BatchCreateTableVersions against single CreateTableVersion calls ------------------------------------------
+def batch_commits(work: Path, template: Path) -> dict[str, Any]:
+    root = work / "batch"
+    count = max(BATCH_SIZES)
+    engine = ours(root, table_version_management="true")
+    engine.call("create_namespace", ln.CreateNamespaceRequest(id=["b"]))
+    locations = []
+    for i in range(count):
+        declared = engine.call("declare_table", ln.DeclareTableRequest(id=["b", f"t{i}"]))
+        location = Path(declared.location.removeprefix("file://"))
+        catalog.install_data(template, location, 1)
+        locations.append(location)
+    results: dict[str, Any] = {}
+    current = [1] * count  # each table's latest version
+
+    def entry_for(i: int) -> ln.CreateTableVersionEntry:
+        version = current[i] + 1
+        return ln.CreateTableVersionEntry(
+            id=["b", f"t{i}"], version=version, manifest_path=catalog.stage(template, locations[i], version)
+        )
+
+    for _ in range(BATCH_ROUNDS):
+        for k in BATCH_SIZES:
+            singles = Timing()
+            for i in range(k):  # k single commits ...
+                entry = entry_for(i)
+                request = ln.CreateTableVersionRequest(
+                    id=entry.id, version=entry.version, manifest_path=entry.manifest_path
+                )
+                start = time.perf_counter()
+                engine.call("create_table_version", request)
+                singles.samples.append((time.perf_counter() - start) * 1000)
+                current[i] += 1
+            entries = [entry_for(i) for i in range(k)]  # ... against one batch of the same k tables
+            start = time.perf_counter()
+            engine.call("batch_create_table_versions", ln.BatchCreateTableVersionsRequest(entries=entries))
+            batch_ms = (time.perf_counter() - start) * 1000
+            for i in range(k):
+                current[i] += 1
+            result = results.setdefault(str(k), {"single": [], "singles_total": [], "batch": []})
+            result["single"].extend(singles.samples)
+            result["singles_total"].append(sum(singles.samples))
+            result["batch"].append(batch_ms)
+    log(f"  batch: tables at versions {min(current)}..{max(current)}")
+    summary = {}
+    for k, entry in results.items():
+        summary[k] = {
+            "single_p50": statistics.median(entry["single"]),
+            "singles_total_p50": statistics.median(entry["singles_total"]),
+            "batch_p50": statistics.median(entry["batch"]),
+            "rounds": len(entry["batch"]),
+        }
+    catalog.remove(root)
+    return summary
+    summary = {}
+    for k, entry in results.items():
+        summary[k] = {
+            "single_p50": statistics.median(entry["single"]),
+            "singles_total_p50": statistics.median(entry["singles_total"]),
+            "batch_p50": statistics.median(entry["batch"]),
+            "rounds": len(entry["batch"]),
+        }
+    catalog.remove(root)
+    return summary
+
+
+# -- 3. latency after 100 vs 10,000 catalog writes -----------------------------------------------------------------
+PROBES = ("describe_namespace", "describe_table", "table_exists", "list_tables (child namespace)", "declare_table")
+
+
+def write_scaling(work: Path, make: Callable[..., Engine], checkpoints: list[int]) -> dict[str, Any]:
+    """Writes are DeclareTable + DropTable of a scratch table and an overwrite of the namespace's properties
+    (three ``__manifest`` commits: insert, delete, update), so the catalog keeps its 100 + 100 tables while
+    commits (fragments, deletion files, versions) pile up."""
+    root = work / f"writes-{make.__name__}"
+    catalog.build(root, 100)
+    engine = make(root)
+    ns = catalog.NAMESPACE
+    writes = 2  # the namespace and the bulk insert
+    results: dict[str, Any] = {}
+    started = time.perf_counter()
+    for checkpoint in checkpoints:
+        while writes < checkpoint:
+            engine.call("declare_table", ln.DeclareTableRequest(id=[ns, "scratch"]))
+            engine.call("drop_table", ln.DropTableRequest(id=[ns, "scratch"]))
+            engine.call(
+                "create_namespace",
+                ln.CreateNamespaceRequest(id=[ns], mode="overwrite", properties={"writes": str(writes)}),
+            )
+            writes += 3
+        probe: dict[str, Timing] = {
+            "describe_namespace": measure(
+                lambda i: engine.call("describe_namespace", ln.DescribeNamespaceRequest(id=[ns])), 20
+            ),
+            "describe_table": measure(
+                lambda i: engine.call("describe_table", ln.DescribeTableRequest(id=[ns, f"t{(i * 37) % 100}"])), 20
+            ),
+            "table_exists": measure(
+                lambda i: engine.call("table_exists", ln.TableExistsRequest(id=[ns, f"t{(i * 37) % 100}"])), 20
+            ),
+            "list_tables (child namespace)": measure(
+                lambda i: engine.call("list_tables", ln.ListTablesRequest(id=[ns])), 20
+            ),
+            "declare_table": measure(
+                lambda i, c=checkpoint: engine.call("declare_table", ln.DeclareTableRequest(id=[ns, f"p{c}_{i}"])), 20
+            ),
+        }
+        for i in range(-1, 20):
+            engine.call("drop_table", ln.DropTableRequest(id=[ns, f"p{checkpoint}_{i}"]))
+        writes += 42
+        results[str(checkpoint)] = {
+            "probes": {name: timing.as_dict() for name, timing in probe.items()},
+            "fragments": catalog.fragment_count(root),
+            "versions": catalog.version_count(root),
+            "elapsed_s": time.perf_counter() - started,
+        }
+        log(f"  {engine.name}: {checkpoint} writes, {results[str(checkpoint)]['fragments']} fragments")
+    catalog.remove(root)
+    return results
+
+
+# -- 4. storage requests per sensor poke -----------------------------------------------------------------------------
+class CountingFS:
+    """A proxy around an fsspec filesystem counting every method call (each is one request or listing)."""
+
+    def __init__(self, fs: Any) -> None:
+        self._fs = fs
+        self.calls: dict[str, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._fs, name)
+        if not callable(attribute) or name.startswith("_"):
+            return attribute
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return attribute(*args, **kwargs)
+
+        return counted
+
+
+def _poke(engine: Engine, table: list[str]) -> None:
+    engine.call("table_exists", ln.TableExistsRequest(id=table))
+    engine.call("describe_table_version", ln.DescribeTableVersionRequest(id=table))
+
+
+def _describe_only(engine: Engine, table: list[str]) -> None:
+    engine.call("describe_table_version", ln.DescribeTableVersionRequest(id=table))
+
+
+def sensor_poke(work: Path) -> dict[str, Any]:
+    """HTTP requests per poke against a request-counting S3 server (moto), both engines; plus our fsspec
+    calls on local disk through :class:`CountingFS`."""
+    import pyarrow as pa
+
+    from benchmarks.s3_counter import CountingS3Server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    results: dict[str, Any] = {"s3": {}, "local_fsspec": {}}
+    table = [catalog.NAMESPACE, "data"]
+    with CountingS3Server() as server:
+        for size in POKE_SIZES:
+            for make in (ours, reference):
+                properties = server.properties(f"{make.__name__}-{size}")
+                options = {k[len("storage.") :]: v for k, v in properties.items() if k.startswith("storage.")}
+                builder = make(**properties)
+                builder.call("create_namespace", ln.CreateNamespaceRequest(id=[catalog.NAMESPACE]))
+                rows = [
+                    {"object_id": f"{catalog.NAMESPACE}$t{i}", "object_type": "table", "location": f"x{i}"}
+                    for i in range(size)
+                ]
+                for row in rows:
+                    row.update(metadata=None, base_objects=None)
+                manifest_uri = properties["root"] + "/__manifest"
+                lance.dataset(manifest_uri, storage_options=options).insert(
+                    pa.Table.from_pylist(rows, schema=catalog.SCHEMA)
+                )
+                declared = builder.call("declare_table", ln.DeclareTableRequest(id=table))
+                lance.write_dataset(pa.table({"x": [1]}), declared.location, mode="append", storage_options=options)
+                engine = make(**properties)
+                counts: dict[str, Any] = {}
+                for label, action in (("poke", _poke), ("describe_table_version only", _describe_only)):
+                    action(engine, table)  # warm: a sensor in poke mode keeps its namespace object
+                    with server.counting() as warm:
+                        action(engine, table)
+                    with server.counting() as cold:
+                        action(make(**properties), table)
+                    counts[label] = {"warm": dict(warm), "cold": dict(cold)}
+                results["s3"].setdefault(str(size), {})[engine.name] = counts
+                log(f"  S3 poke at {size} tables, {engine.name}: {counts['poke']}")
+    # our fsspec calls on local disk
+    template = work / "template"
+    for size in POKE_SIZES:
+        root = work / f"fsspec-{size}"
+        data = catalog.build(root, size, data_tables=1, template=template)
+        del data
+        engine = ours(root)
+        counter = CountingFS(engine.namespace.storage.fs)
+        engine.namespace.storage.fs = counter
+        _poke(engine, [catalog.NAMESPACE, "data0"])
+        counter.calls.clear()
+        _poke(engine, [catalog.NAMESPACE, "data0"])
+        results["local_fsspec"][str(size)] = dict(counter.calls)
+        catalog.remove(root)
+    return results
+
+
+# -- 5. Spark staging (owned by benchmarks/spark_staging.py) -----------------------------------------------------------
+def spark_staging() -> dict[str, Any]:
+    if importlib.util.find_spec("benchmarks.spark_staging") is None:
+        return {"status": "placeholder", "note": "measured by benchmarks/spark_staging.py (not present in this run)"}
+    try:
+        module = importlib.import_module("benchmarks.spark_staging")
+        function = next(
+            (getattr(module, name) for name in ("run", "benchmark", "main") if callable(getattr(module, name, None))),
+            None,
+        )
+        if function is None:
+            return {"status": "placeholder", "note": "benchmarks/spark_staging.py has no run()/benchmark()/main()"}
+        try:
+            value = function(quick=QUICK)
+        except TypeError:
+            value = function()
+        return {"status": "measured", "result": value}
+    except Exception as error:  # the Spark benchmark must not break the others
+        return {"status": "failed", "note": f"{type(error).__name__}: {error}"}
+
+
+# -- driver -----------------------------------------------------------------------------------------------------
+def main() -> int:
+    started = time.perf_counter()
+    base = Path(os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="lance-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
+    template = catalog.make_template(base / "template", max(REPS + 3, LIST_VERSIONS, 2 * BATCH_ROUNDS * 3 + 2) + 1)
+    results: dict[str, Any] = {
+        "quick": QUICK,
+        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "pylance": lance.__version__,
+    }
+    sections: list[tuple[str, Callable[[], Any]]] = [
+        *[(f"operations/{size}", lambda size=size: operations_at(size, base, template)) for size in SIZES],
+        ("batch", lambda: batch_commits(base, template)),
+        ("writes/ours", lambda: write_scaling(base, ours, WRITE_CHECKPOINTS)),
+        ("writes/reference", lambda: write_scaling(base, reference, REFERENCE_WRITE_CHECKPOINTS)),
+        ("poke", lambda: sensor_poke(base)),
+        ("spark", spark_staging),
+    ]
+    only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
+    for name, section in sections:
+        if only and not any(name.startswith(prefix) for prefix in only):
+            continue
+        log(f"section {name}")
+        section_started = time.perf_counter()
+        results[name] = section()
+        results.setdefault("_seconds", {})[name] = time.perf_counter() - section_started
+    results["total_seconds"] = time.perf_counter() - started
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1, default=str))
+    if not only:
+        DOC.parent.mkdir(parents=True, exist_ok=True)
+        DOC.write_text(render(results))
+        log(f"wrote {DOC.relative_to(REPO)} and {RESULTS.relative_to(REPO)} in {results['total_seconds']:.0f} s")
+    else:
+        log(f"wrote {RESULTS.relative_to(REPO)} (BENCH_ONLY set: docs/benchmarks.md not rewritten)")
+    if not os.environ.get("BENCH_DIR"):
+        catalog.remove(base)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

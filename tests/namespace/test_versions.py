@@ -1,0 +1,373 @@
+"""Table versions (seed 000 CreateTableVersion … BatchDeleteTableVersions, seed 003 external manifest store):
+pylance writers and readers through the engine, the reference reading our catalogs, staged batches,
+manifest_path validation, listing, describing and deleting versions. Real pylance, no mocks."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import lance
+import lance.namespace
+import lance_namespace as ln
+import pytest
+from lance_namespace_urllib3_client.models import VersionRange
+
+from airflow_provider_lance.namespace.manifest import WRITER_FLAGS_KEY
+from airflow_provider_lance.namespace.versions import manifest_name
+from tests.namespace.helpers_versions import (
+    VERSION_METADATA_KEYS,
+    batch,
+    location,
+    make_ns,
+    read,
+    rows,
+    stage,
+    staged_files,
+    version_rows,
+    versions,
+)
+
+Snapshot = Callable[[Path], dict[str, bytes]]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "root"
+    path.mkdir()
+    return path
+
+
+def code_of(excinfo: pytest.ExceptionInfo) -> int:
+    return excinfo.value.code
+
+
+# -- 1. pylance writers and readers through the engine ------------------------------------------------------
+@pytest.mark.parametrize("managed", [True, False], ids=["managed", "unmanaged"])
+def test_pylance_writers_round_trip(root: Path, managed: bool) -> None:
+    ns = make_ns(root, managed)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    table_id = ["prod", "events"]
+
+    ds = lance.write_dataset(rows(3), namespace_client=ns, table_id=table_id, mode="create")
+    assert ds.version == 1
+    ds = lance.write_dataset(rows(2, 3), namespace_client=ns, table_id=table_id, mode="append")
+    assert ds.version == 2
+    ds = read(ns, table_id)
+    ds.insert(rows(1, 5))
+    ds.delete("id = 0")
+    ds = read(ns, table_id)
+    assert ds.version == 4
+    assert sorted(ds.to_table()["id"].to_pylist()) == [1, 2, 3, 4, 5]
+    ds = lance.write_dataset(rows(2, 10), namespace_client=ns, table_id=table_id, mode="overwrite")
+    assert ds.version == 5
+    # Every version reads back as it was written.
+    expected = {1: [0, 1, 2], 2: [0, 1, 2, 3, 4], 3: [0, 1, 2, 3, 4, 5], 4: [1, 2, 3, 4, 5], 5: [10, 11]}
+    for version, ids in expected.items():
+        assert sorted(read(ns, table_id, version).to_table()["id"].to_pylist()) == ids
+    assert read(ns, table_id).version == 5
+    assert versions(ns, table_id) == [1, 2, 3, 4, 5]
+    table_dir = location(ns, table_id)
+    assert staged_files(table_dir) == []
+    # A plain pylance reader (no namespace) sees the same latest version: everything was finalized.
+    assert lance.dataset(str(table_dir)).version == 5
+
+    vrows = version_rows(ns)
+    if not managed:
+        assert vrows == {}
+        assert int(ns.manifest.metadata().get(WRITER_FLAGS_KEY, "0")) & 1 == 0
+        return
+    assert set(vrows) == {f"prod$events${v}" for v in range(1, 6)}
+    for version in range(1, 6):
+        meta = vrows[f"prod$events${version}"]
+        assert set(meta) >= VERSION_METADATA_KEYS
+        assert meta["naming_scheme"] == "V2"
+        final = table_dir / "_versions" / manifest_name(version, "V2")
+        assert meta["manifest_path"] == str(final).lstrip("/")  # repointed at the final manifest
+        assert meta["manifest_size"] == final.stat().st_size
+        assert isinstance(meta["timestamp_millis"], int) and meta["e_tag"]
+    assert int(ns.manifest.metadata()[WRITER_FLAGS_KEY]) & 1 == 1
+    assert ns.manifest.metadata()["table_version_management"] == "true"
+    # The persisted flag keeps management on for every later client, even one constructed with "false"
+    # (committing without rows would hide versions from managed readers).
+    from airflow_provider_lance.namespace import DirectoryNamespace
+
+    assert DirectoryNamespace(root=str(root))._managed() is True
+    assert make_ns(root, managed=False)._managed() is True
+
+
+def test_reference_reads_managed_catalog_and_refuses_writes(root: Path, snapshot: Snapshot) -> None:
+    ns = make_ns(root, managed=True)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    lance.write_dataset(rows(3), namespace_client=ns, table_id=["prod", "t"], mode="create")
+    lance.write_dataset(rows(2, 3), namespace_client=ns, table_id=["prod", "t"], mode="append")
+    ref = lance.namespace.DirectoryNamespace(root=str(root))
+
+    assert ref.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["prod"]
+    assert ref.list_tables(ln.ListTablesRequest(id=["prod"])).tables == ["t"]
+    assert ref.describe_table(ln.DescribeTableRequest(id=["prod", "t"])).location.endswith("_prod$t")
+    assert [v.version for v in ref.list_table_versions(ln.ListTableVersionsRequest(id=["prod", "t"])).versions] == [
+        1,
+        2,
+    ]
+    assert lance.dataset(namespace_client=ref, table_id=["prod", "t"]).count_rows() == 5
+
+    before = snapshot(root)
+    with pytest.raises(ln.UnsupportedOperationError) as excinfo:
+        ref.declare_table(ln.DeclareTableRequest(id=["prod", "u"]))
+    assert code_of(excinfo) == 0 and "writer feature flags 1" in str(excinfo.value)
+    with pytest.raises(ln.UnsupportedOperationError):
+        ref.create_namespace(ln.CreateNamespaceRequest(id=["other"]))
+    assert snapshot(root) == before  # refused cleanly, no trace
+
+
+def test_reference_reads_and_writes_unmanaged_catalog(root: Path) -> None:
+    ns = make_ns(root, managed=False)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    lance.write_dataset(rows(3), namespace_client=ns, table_id=["prod", "t"], mode="create")
+    ref = lance.namespace.DirectoryNamespace(root=str(root))
+
+    assert lance.dataset(namespace_client=ref, table_id=["prod", "t"]).count_rows() == 3
+    lance.write_dataset(rows(2, 3), namespace_client=ref, table_id=["prod", "t"], mode="append")
+    ref.create_namespace(ln.CreateNamespaceRequest(id=["ref"]))
+    lance.write_dataset(rows(4), namespace_client=ref, table_id=["ref", "made"], mode="create")
+
+    assert versions(ns, ["prod", "t"]) == [1, 2]
+    assert read(ns, ["prod", "t"]).count_rows() == 5
+    assert ns.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["prod", "ref"]
+    assert read(ns, ["ref", "made"]).count_rows() == 4
+    # ... and we keep writing after the reference did.
+    lance.write_dataset(rows(1, 9), namespace_client=ns, table_id=["ref", "made"], mode="append")
+    assert lance.dataset(namespace_client=ref, table_id=["ref", "made"]).count_rows() == 5
+
+
+# -- 2. BatchCreateTableVersions --------------------------------------------------------------------------
+TABLES = (("prod", "a"), ("prod", "b"), ("prod", "c"))
+
+
+def _three_tables(root: Path, managed: bool = True):
+    ns = make_ns(root, managed)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    for i, table_id in enumerate(TABLES):
+        lance.write_dataset(rows(10 + i), namespace_client=ns, table_id=list(table_id), mode="create")
+    return ns
+
+
+def test_batch_commits_three_tables_atomically(root: Path) -> None:
+    ns = _three_tables(root)
+    entries = stage(ns, {t: rows(5, 100) for t in TABLES})
+    assert [e.version for e in entries] == [2, 2, 2]
+    # Staged, not visible: through the namespace and directly.
+    for i, table_id in enumerate(TABLES):
+        assert read(ns, table_id).count_rows() == 10 + i
+        assert lance.dataset(str(location(ns, table_id))).version == 1
+        assert versions(ns, table_id) == [1]
+
+    committed = batch(ns, entries)
+    assert [v.version for v in committed] == [2, 2, 2]
+    for i, table_id in enumerate(TABLES):
+        assert read(ns, table_id).count_rows() == 15 + i
+        assert lance.dataset(str(location(ns, table_id))).version == 2
+        assert staged_files(location(ns, table_id)) == []
+    assert {f"prod${t[1]}$2" for t in TABLES} <= set(version_rows(ns))
+    # Committing the same batch again: every row exists, nothing happens.
+    with pytest.raises(ln.ConcurrentModificationError):
+        batch(ns, entries)
+
+
+@pytest.mark.parametrize("stale", ["row_exists", "version_gap"])
+def test_batch_with_a_stale_entry_commits_nothing(root: Path, snapshot: Snapshot, stale: str) -> None:
+    ns = _three_tables(root)
+    if stale == "row_exists":
+        entries = stage(ns, {t: rows(5, 100) for t in TABLES})
+        # Another writer commits prod$b v2 first: the staged prod$b v2 is now stale.
+        lance.write_dataset(rows(1, 500), namespace_client=ns, table_id=["prod", "b"], mode="append")
+    else:
+        # prod$b's entry claims v3 while the latest is v1 (a staged file of version 3, version != latest + 1).
+        entries = stage(ns, {t: rows(5, 100) for t in TABLES})
+        staged = Path("/" + entries[1].manifest_path.lstrip("/"))
+        gap = staged.with_name(f"{manifest_name(3, 'V2')}-{uuid.uuid4()}")
+        shutil.copyfile(staged, gap)
+        entries[1] = entries[1].model_copy(update={"version": 3, "manifest_path": str(gap)})
+    counts = {t: read(ns, t).count_rows() for t in TABLES}
+    rows_before = version_rows(ns)
+    before = snapshot(root)
+
+    with pytest.raises(ln.ConcurrentModificationError) as excinfo:
+        batch(ns, entries)
+    assert code_of(excinfo) == 14
+    assert "prod$b" in str(excinfo.value)
+    assert snapshot(root) == before  # staged manifests of a and c still there, nothing finalized
+    assert version_rows(ns) == rows_before
+    for table_id in TABLES:  # readers see none of the batch
+        assert read(ns, table_id).count_rows() == counts[table_id]
+    assert staged_files(location(ns, ["prod", "a"])) and staged_files(location(ns, ["prod", "c"]))
+
+    # The valid entries still commit once the stale one is left out.
+    batch(ns, [entries[0], entries[2]])
+    assert read(ns, ["prod", "a"]).count_rows() == counts[("prod", "a")] + 5
+    assert read(ns, ["prod", "c"]).count_rows() == counts[("prod", "c")] + 5
+
+
+def test_batch_with_a_missing_table_commits_nothing(root: Path, snapshot: Snapshot) -> None:
+    ns = _three_tables(root)
+    entries = stage(ns, {t: rows(5, 100) for t in TABLES[:2]})
+    missing = entries[1].model_copy(update={"id": ["prod", "nope"]})
+    before = snapshot(root)
+    with pytest.raises(ln.TableNotFoundError) as excinfo:
+        batch(ns, [entries[0], missing])
+    assert code_of(excinfo) == 4
+    assert snapshot(root) == before
+    assert read(ns, ["prod", "a"]).count_rows() == 10
+
+
+def test_unmanaged_batch_iterates_and_is_not_atomic(root: Path) -> None:
+    """Without table version management the spec lets a batch iterate: earlier entries stay committed when a
+    later one fails (documented, not atomic)."""
+    ns = _three_tables(root, managed=False)
+    entries = stage(ns, {t: rows(5, 100) for t in TABLES})
+    lance.write_dataset(rows(1, 500), namespace_client=ns, table_id=["prod", "b"], mode="append")
+    with pytest.raises(ln.ConcurrentModificationError) as excinfo:
+        batch(ns, entries)
+    assert code_of(excinfo) == 14
+    assert versions(ns, ["prod", "a"]) == [1, 2]  # committed before the failure
+    assert versions(ns, ["prod", "b"]) == [1, 2]  # the other writer's v2
+    assert versions(ns, ["prod", "c"]) == [1]
+    assert version_rows(ns) == {}
+    committed = batch(ns, [entries[2]])
+    assert [v.version for v in committed] == [2]
+    assert read(ns, ["prod", "c"]).count_rows() == 17
+
+
+# -- 3. manifest_path validation ------------------------------------------------------------------------------
+@pytest.mark.parametrize("managed", [True, False], ids=["managed", "unmanaged"])
+@pytest.mark.parametrize("case", ["other_table", "outside_root", "final_manifest", "dotdot", "wrong_version"])
+def test_manifest_path_validation(root: Path, tmp_path: Path, snapshot: Snapshot, managed: bool, case: str) -> None:
+    ns = _three_tables(root, managed)
+    entries = stage(ns, {("prod", "a"): rows(5, 100), ("prod", "b"): rows(5, 100)})
+    own = Path("/" + entries[0].manifest_path.lstrip("/"))
+    other = Path("/" + entries[1].manifest_path.lstrip("/"))
+    if case == "other_table":
+        path = str(other)  # a genuine staged manifest of v2, but of prod$b
+    elif case == "outside_root":
+        outside = tmp_path / "elsewhere" / "_versions" / own.name
+        outside.parent.mkdir(parents=True)
+        shutil.copyfile(own, outside)
+        path = str(outside)
+    elif case == "final_manifest":
+        path = str(own.parent / manifest_name(1, "V2"))  # the committed v1, not a staged v2
+    elif case == "dotdot":
+        path = str(own.parent / ".." / "_versions" / own.name)
+    else:
+        path = str(own.parent / f"{manifest_name(1, 'V2')}-{own.name.split('-', 1)[1]}")
+    before = snapshot(root)
+    with pytest.raises(ln.InvalidInputError) as excinfo:
+        ns.create_table_version(ln.CreateTableVersionRequest(id=["prod", "a"], version=2, manifest_path=path))
+    assert code_of(excinfo) == 13
+    with pytest.raises(ln.InvalidInputError):
+        batch(ns, [entries[0].model_copy(update={"manifest_path": path})])
+    assert snapshot(root) == before
+    assert versions(ns, ["prod", "a"]) == [1]
+    ns.create_table_version(entries[0].model_dump(exclude_none=True))  # the right path still commits
+    assert versions(ns, ["prod", "a"]) == [1, 2]
+
+
+# -- 4. ListTableVersions, DescribeTableVersion, BatchDeleteTableVersions -----------------------------------
+def _table_with_versions(root: Path, managed: bool, count: int = 7):
+    ns = make_ns(root, managed)
+    table_id = ["t"]
+    lance.write_dataset(rows(1), namespace_client=ns, table_id=table_id, mode="create")
+    for i in range(1, count):
+        lance.write_dataset(rows(1, i), namespace_client=ns, table_id=table_id, mode="append")
+    return ns, table_id
+
+
+@pytest.mark.parametrize("managed", [True, False], ids=["managed", "unmanaged"])
+def test_list_and_describe_table_versions(root: Path, managed: bool) -> None:
+    ns, table_id = _table_with_versions(root, managed)
+    assert versions(ns, table_id) == [1, 2, 3, 4, 5, 6, 7]
+    assert versions(ns, table_id, descending=True) == [7, 6, 5, 4, 3, 2, 1]
+    for descending, expected in ((False, [[1, 2, 3], [4, 5, 6], [7]]), (True, [[7, 6, 5], [4, 3, 2], [1]])):
+        pages, token = [], None
+        while True:
+            response = ns.list_table_versions(
+                ln.ListTableVersionsRequest(id=table_id, limit=3, page_token=token, descending=descending)
+            )
+            pages.append([v.version for v in response.versions])
+            token = response.page_token
+            if token is None:
+                break
+        assert pages == expected
+    assert ns.list_table_versions(ln.ListTableVersionsRequest(id=table_id, limit=0)).versions == []
+    assert ns.list_table_versions(ln.ListTableVersionsRequest(id=table_id, limit=7)).page_token is None
+    with pytest.raises(ln.InvalidInputError):
+        ns.list_table_versions(ln.ListTableVersionsRequest(id=table_id, page_token="x"))
+
+    listed = {v.version: v for v in ns.list_table_versions(ln.ListTableVersionsRequest(id=table_id)).versions}
+    latest = ns.describe_table_version(ln.DescribeTableVersionRequest(id=table_id)).version
+    assert latest.version == 7 and latest.manifest_path == listed[7].manifest_path
+    assert latest.manifest_path.endswith(manifest_name(7, "V2"))
+    third = ns.describe_table_version(ln.DescribeTableVersionRequest(id=table_id, version=3)).version
+    assert third.version == 3 and third.manifest_size == listed[3].manifest_size
+    with pytest.raises(ln.TableVersionNotFoundError) as excinfo:
+        ns.describe_table_version(ln.DescribeTableVersionRequest(id=table_id, version=8))
+    assert code_of(excinfo) == 11
+    with pytest.raises(ln.TableNotFoundError) as excinfo:
+        ns.describe_table_version(ln.DescribeTableVersionRequest(id=["nope"]))
+    assert code_of(excinfo) == 4
+    with pytest.raises(ln.TableNotFoundError):
+        ns.list_table_versions(ln.ListTableVersionsRequest(id=["nope"]))
+    # A declared table has no versions.
+    ns.declare_table(ln.DeclareTableRequest(id=["declared"]))
+    assert versions(ns, ["declared"]) == []
+    with pytest.raises(ln.TableVersionNotFoundError):
+        ns.describe_table_version(ln.DescribeTableVersionRequest(id=["declared"]))
+
+
+def _delete(ns, table_id, ranges, ignore_missing: bool = False) -> int:
+    request = ln.BatchDeleteTableVersionsRequest(
+        id=table_id,
+        ranges=[VersionRange(start_version=s, end_version=e) for s, e in ranges],
+        context={"ignore_missing": "true"} if ignore_missing else None,
+    )
+    return ns.batch_delete_table_versions(request).deleted_count
+
+
+@pytest.mark.parametrize("managed", [True, False], ids=["managed", "unmanaged"])
+def test_batch_delete_table_versions(root: Path, snapshot: Snapshot, managed: bool) -> None:
+    ns, table_id = _table_with_versions(root, managed, count=9)
+    table_dir = location(ns, table_id)
+
+    def manifests() -> list[int]:
+        return sorted(v for v in range(1, 12) if (table_dir / "_versions" / manifest_name(v, "V2")).exists())
+
+    def rowed() -> list[int]:
+        return sorted(int(oid.rsplit("$", 1)[1]) for oid in version_rows(ns))
+
+    # Start inclusive, end exclusive.
+    assert _delete(ns, table_id, [(2, 4)]) == 2
+    assert versions(ns, table_id) == [1, 4, 5, 6, 7, 8, 9]
+    assert manifests() == [1, 4, 5, 6, 7, 8, 9]
+    assert rowed() == ([1, 4, 5, 6, 7, 8, 9] if managed else [])
+
+    # Missing versions: TableVersionNotFound and nothing deleted, unless ignore_missing.
+    before = snapshot(root)
+    with pytest.raises(ln.TableVersionNotFoundError) as excinfo:
+        _delete(ns, table_id, [(3, 6)])
+    assert code_of(excinfo) == 11
+    assert snapshot(root) == before
+    assert _delete(ns, table_id, [(3, 6)], ignore_missing=True) == 2
+    assert versions(ns, table_id) == [1, 6, 7, 8, 9]
+
+    # A negative end reaches through the latest version; several ranges in one call.
+    assert _delete(ns, table_id, [(1, 2), (8, -1)]) == 3
+    assert versions(ns, table_id) == [6, 7]
+    assert manifests() == [6, 7]
+    assert rowed() == ([6, 7] if managed else [])
+    assert read(ns, table_id).version == 7
+    assert read(ns, table_id).count_rows() == 7
+    assert _delete(ns, table_id, [(100, 200)], ignore_missing=True) == 0
+    with pytest.raises(ln.TableNotFoundError):
+        _delete(ns, ["nope"], [(1, 2)])

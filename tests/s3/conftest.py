@@ -1,0 +1,128 @@
+"""A real S3 endpoint for the engine: moto's standalone server, started once per session.
+
+The namespace is configured only through ``storage.*`` properties (no in-process patching of AWS clients):
+``storage.aws_access_key_id``, ``storage.aws_secret_access_key``, ``storage.aws_endpoint``,
+``storage.aws_region`` and ``storage.allow_http``. The same properties reach s3fs (through
+``Storage``) and pylance (through ``storage_options``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+
+ACCESS_KEY = "AKIAMOTOTESTKEY4711"
+SECRET_KEY = "moto-secret-Zq81sPv0wXyT3kLm"
+REGION = "us-east-1"
+BUCKET = "lance-ns"
+
+
+@dataclass(frozen=True)
+class MotoServer:
+    endpoint: str
+    pid: int
+
+    def storage_options(self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY) -> dict[str, str]:
+        """Lance option names (what ``storage.*`` carries without the prefix)."""
+        return {
+            "aws_access_key_id": access_key,
+            "aws_secret_access_key": secret_key,
+            "aws_endpoint": self.endpoint,
+            "aws_region": REGION,
+            "allow_http": "true",
+        }
+
+    def properties(self, root: str, **extra: str) -> dict[str, str]:
+        props = {"root": root, **{f"storage.{k}": v for k, v in self.storage_options().items()}}
+        props.update(extra)
+        return props
+
+    def client(self):  # a plain boto3 client pointed at the server (bucket set-up and inspection only)
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def moto_binary() -> str:
+    candidate = Path(sys.executable).with_name("moto_server")
+    return str(candidate) if candidate.exists() else (shutil.which("moto_server") or "moto_server")
+
+
+def start_moto(env: dict[str, str] | None = None, timeout: float = 20.0) -> tuple[subprocess.Popen, str]:
+    """Start ``moto_server`` on a free port and wait until it answers; returns (process, endpoint)."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [moto_binary(), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=0.5):
+                return process, endpoint
+        except OSError:
+            if time.monotonic() > deadline:
+                stop(process)
+                raise RuntimeError("moto_server did not become ready") from None
+            time.sleep(0.05)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop exactly the server process this session started."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    process, endpoint = start_moto()
+    try:
+        server = MotoServer(endpoint, process.pid)
+        server.client().create_bucket(Bucket=BUCKET)
+        yield server
+    finally:
+        stop(process)
+
+
+@pytest.fixture
+def s3_root(moto_server: MotoServer) -> str:
+    """A fresh, unique prefix in the session's bucket."""
+    return f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def s3_props(moto_server: MotoServer, s3_root: str) -> dict[str, str]:
+    """Namespace properties for ``s3_root``, configured only through ``storage.*``."""
+    return moto_server.properties(s3_root)
