@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "benchmarks.md"
 RESULTS = Path(__file__).resolve().parent / "results" / ("quick.json" if QUICK else "latest.json")
 
-SIZES = [100] if QUICK else [100, 1000, 10000]
+SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "").split(",") if n] or ([100] if QUICK else [100, 1000, 10000])
 REPS = 5 if QUICK else 30
 REPS_LARGE = 5 if QUICK else 15  # at 10,000 tables
 ROOT_LIST_REPS = 3 if QUICK else 7
@@ -42,7 +42,9 @@ WRITE_CHECKPOINTS = [100, 300] if QUICK else [100, 1000, 10000]
 REFERENCE_WRITE_CHECKPOINTS = [100, 300] if QUICK else [100, 1000]
 BATCH_SIZES = [1, 10] if QUICK else [1, 10, 100]
 BATCH_ROUNDS = 1 if QUICK else 3
-POKE_SIZES = [100] if QUICK else [100, 1000, 10000]
+POKE_SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "").split(",") if n] or (
+    [100] if QUICK else [100, 1000, 10000]
+)
 LIST_VERSIONS = 20  # versions of the table that ListTableVersions / DescribeTableVersion read
 
 # The reference's version methods take plain dicts (its other methods take request models).
@@ -116,7 +118,12 @@ def measure(
 
 
 # -- 1. every operation at 100 / 1,000 / 10,000 tables ------------------------------------------------------------
+Operation = tuple[Callable[[int], Any], Callable[[int], Any] | None]
+
+
 def operations_at(size: int, work: Path, template: Path) -> dict[str, dict[str, Any]]:
+    """Both engines on copies of one catalog, measured interleaved: repetition i runs the operation on one
+    engine then the other (the order alternates), so background load hits both alike."""
     reps = REPS_LARGE if size >= 10000 else REPS
     base = work / f"catalog-{size}"
     log(f"building a catalog of {size} root + {size} child-namespace tables")
@@ -125,97 +132,129 @@ def operations_at(size: int, work: Path, template: Path) -> dict[str, dict[str, 
     catalog.install_data(template, data["data1"], LIST_VERSIONS)
     built = time.perf_counter() - started
     results: dict[str, dict[str, Any]] = {"_meta": {"build_seconds": built, "reps": reps}}
+    engines = []
     for make in (ours, reference):
         root = work / f"catalog-{size}-{make.__name__}"
         catalog.copy(base, root)
-        engine = make(root)
-        log(f"  {engine.name}: {size} tables")
-        results_for = _operations(engine, root, size, reps, template)
-        for op, timing in results_for.items():
-            results.setdefault(op, {})[engine.name] = timing.as_dict()
+        engines.append((make(root), root))
+    catalog.remove(base)
+    specs = [
+        (name, count, [factory(engine, root, size, template) for engine, root in engines])
+        for name, count, factory in _operation_specs(reps)
+    ]
+    for name, count, operations in specs:
+        timings = [Timing() for _ in engines]
+        for operation, setup in operations:  # warm-up, untimed
+            if setup:
+                setup(-1)
+            operation(-1)
+        gc.collect()
+        for i in range(count):
+            order = (0, 1) if i % 2 == 0 else (1, 0)
+            for index in order:
+                operation, setup = operations[index]
+                if setup:
+                    setup(i)
+                start = time.perf_counter()
+                operation(i)
+                timings[index].samples.append((time.perf_counter() - start) * 1000)
+        results[name] = {engine.name: timing.as_dict() for (engine, _), timing in zip(engines, timings, strict=True)}
+        log(f"  {name}: " + ", ".join(f"{e.name} {t.p50:.2f} ms" for (e, _), t in zip(engines, timings, strict=True)))
+    for engine, root in engines:
         results["_meta"][f"{engine.name}_fragments_after"] = catalog.fragment_count(root)
         results["_meta"][f"{engine.name}_versions_after"] = catalog.version_count(root)
         catalog.remove(root)
-    catalog.remove(base)
     return results
 
 
-def _operations(engine: Engine, root: Path, size: int, reps: int, template: Path) -> dict[str, Timing]:
+def _operation_specs(reps: int) -> list[tuple[str, int, Callable[[Engine, Path, int, Path], Operation]]]:
+    """(name, repetitions, factory(engine, root, size, template) -> (operation(i), setup(i) or None))."""
     ns = catalog.NAMESPACE
 
-    def pick(i: int) -> int:
+    def pick(i: int, size: int) -> int:
         return (i * 7919 + 13) % size
 
-    timings: dict[str, Timing] = {}
-    call = engine.call
-    # reads
-    timings["list_namespaces"] = measure(lambda i: call("list_namespaces", ln.ListNamespacesRequest(id=[])), reps)
-    timings["describe_namespace"] = measure(
-        lambda i: call("describe_namespace", ln.DescribeNamespaceRequest(id=[ns])), reps
-    )
-    timings["namespace_exists"] = measure(lambda i: call("namespace_exists", ln.NamespaceExistsRequest(id=[ns])), reps)
-    timings["list_tables (child namespace)"] = measure(
-        lambda i: call("list_tables", ln.ListTablesRequest(id=[ns])), reps
-    )
-    timings["list_tables (root, compatibility mode)"] = measure(
-        lambda i: call("list_tables", ln.ListTablesRequest(id=[])), ROOT_LIST_REPS
-    )
-    timings["describe_table"] = measure(
-        lambda i: call("describe_table", ln.DescribeTableRequest(id=[ns, f"t{pick(i)}"])), reps
-    )
-    timings["describe_table (table with data)"] = measure(
-        lambda i: call("describe_table", ln.DescribeTableRequest(id=[ns, "data1"])), reps
-    )
-    timings["table_exists"] = measure(
-        lambda i: call("table_exists", ln.TableExistsRequest(id=[ns, f"t{pick(i)}"])), reps
-    )
-    timings["describe_table (root table)"] = measure(
-        lambda i: call("describe_table", ln.DescribeTableRequest(id=[f"t{pick(i)}"])), reps
-    )
-    timings["table_exists (root table)"] = measure(
-        lambda i: call("table_exists", ln.TableExistsRequest(id=[f"t{pick(i)}"])), reps
-    )
-    timings["list_table_versions"] = measure(
-        lambda i: call("list_table_versions", ln.ListTableVersionsRequest(id=[ns, "data1"])), reps
-    )
-    timings["describe_table_version"] = measure(
-        lambda i: call("describe_table_version", ln.DescribeTableVersionRequest(id=[ns, "data1"])), reps
-    )
-    # writes
-    timings["create_namespace"] = measure(
-        lambda i: call("create_namespace", ln.CreateNamespaceRequest(id=[f"new{i}"])), reps
-    )
-    timings["declare_table"] = measure(
-        lambda i: call("declare_table", ln.DeclareTableRequest(id=[ns, f"new{i}"])), reps
-    )
+    def simple(method: str, request: Callable[[int, int], Any]) -> Callable[[Engine, Path, int, Path], Operation]:
+        def factory(engine: Engine, root: Path, size: int, template: Path) -> Operation:
+            return (lambda i: engine.call(method, request(i, size))), None
 
-    def place_registered(i: int) -> None:
-        catalog.copy(template, root / f"registered{i}")
+        return factory
 
-    timings["register_table"] = measure(
-        lambda i: call("register_table", ln.RegisterTableRequest(id=[ns, f"reg{i}"], location=f"registered{i}")),
-        reps,
-        setup=place_registered,
-    )
-    timings["deregister_table"] = measure(
-        lambda i: call("deregister_table", ln.DeregisterTableRequest(id=[ns, f"reg{i}"])), reps
-    )
-    timings["drop_table"] = measure(lambda i: call("drop_table", ln.DropTableRequest(id=[ns, f"new{i}"])), reps)
-    location = root / _location(engine, [ns, "data0"])
-    staged: dict[int, str] = {}
+    def register(engine: Engine, root: Path, size: int, template: Path) -> Operation:
+        def setup(i: int) -> None:
+            catalog.copy(template, root / f"registered{i}")
 
-    def stage(i: int) -> None:
-        staged[i] = catalog.stage(template, location, i + 3)
+        def operation(i: int) -> Any:
+            request = ln.RegisterTableRequest(id=[ns, f"reg{i}"], location=f"registered{i}")
+            return engine.call("register_table", request)
 
-    timings["create_table_version"] = measure(
-        lambda i: call(
-            "create_table_version",
-            ln.CreateTableVersionRequest(id=[ns, "data0"], version=i + 3, manifest_path=staged[i]),
+        return operation, setup
+
+    def create_version(engine: Engine, root: Path, size: int, template: Path) -> Operation:
+        location = root / _location(engine, [ns, "data0"])
+        staged: dict[int, str] = {}
+
+        def setup(i: int) -> None:
+            staged[i] = catalog.stage(template, location, i + 3)
+
+        def operation(i: int) -> Any:
+            request = ln.CreateTableVersionRequest(id=[ns, "data0"], version=i + 3, manifest_path=staged[i])
+            return engine.call("create_table_version", request)
+
+        return operation, setup
+
+    return [
+        ("list_namespaces", reps, simple("list_namespaces", lambda i, n: ln.ListNamespacesRequest(id=[]))),
+        ("describe_namespace", reps, simple("describe_namespace", lambda i, n: ln.DescribeNamespaceRequest(id=[ns]))),
+        ("namespace_exists", reps, simple("namespace_exists", lambda i, n: ln.NamespaceExistsRequest(id=[ns]))),
+        ("list_tables (child namespace)", reps, simple("list_tables", lambda i, n: ln.ListTablesRequest(id=[ns]))),
+        (
+            "list_tables (root, compatibility mode)",
+            ROOT_LIST_REPS,
+            simple("list_tables", lambda i, n: ln.ListTablesRequest(id=[])),
         ),
-        reps,
-        setup=stage,
-    )
-    return timings
+        (
+            "describe_table",
+            reps,
+            simple("describe_table", lambda i, n: ln.DescribeTableRequest(id=[ns, f"t{pick(i, n)}"])),
+        ),
+        (
+            "describe_table (table with data)",
+            reps,
+            simple("describe_table", lambda i, n: ln.DescribeTableRequest(id=[ns, "data1"])),
+        ),
+        ("table_exists", reps, simple("table_exists", lambda i, n: ln.TableExistsRequest(id=[ns, f"t{pick(i, n)}"]))),
+        (
+            "describe_table (root table)",
+            reps,
+            simple("describe_table", lambda i, n: ln.DescribeTableRequest(id=[f"t{pick(i, n)}"])),
+        ),
+        (
+            "table_exists (root table)",
+            reps,
+            simple("table_exists", lambda i, n: ln.TableExistsRequest(id=[f"t{pick(i, n)}"])),
+        ),
+        (
+            "list_table_versions",
+            reps,
+            simple("list_table_versions", lambda i, n: ln.ListTableVersionsRequest(id=[ns, "data1"])),
+        ),
+        (
+            "describe_table_version",
+            reps,
+            simple("describe_table_version", lambda i, n: ln.DescribeTableVersionRequest(id=[ns, "data1"])),
+        ),
+        ("create_namespace", reps, simple("create_namespace", lambda i, n: ln.CreateNamespaceRequest(id=[f"new{i}"]))),
+        ("declare_table", reps, simple("declare_table", lambda i, n: ln.DeclareTableRequest(id=[ns, f"new{i}"]))),
+        ("register_table", reps, register),
+        (
+            "deregister_table",
+            reps,
+            simple("deregister_table", lambda i, n: ln.DeregisterTableRequest(id=[ns, f"reg{i}"])),
+        ),
+        ("drop_table", reps, simple("drop_table", lambda i, n: ln.DropTableRequest(id=[ns, f"new{i}"]))),
+        ("create_table_version", reps, create_version),
+    ]
 
 
 def _location(engine: Engine, table: list[str]) -> str:

@@ -73,7 +73,7 @@ class NamespaceConfig:
     dir_listing_enabled: bool = True
     table_version_management: bool | None = None
     commit_retries: int = 20
-    storage_options: dict[str, str] = field(default_factory=dict)
+    storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> NamespaceConfig:

@@ -8,26 +8,28 @@ transaction file and a manifest version. Left alone, reads slow down with the nu
   deletions. It is an ordinary Lance commit (a *Rewrite*): readers of older versions keep reading the files
   those versions name, and a concurrent writer either commits first or rebases; a compaction that loses the
   race is skipped (nothing is lost, it is retried at the next threshold);
-* **clean-up** (``cleanup_old_versions(older_than=...)``) deletes manifests, transactions and data files that
-  only versions older than a time window use. Lance never removes the latest version, and the window
-  (``DEFAULT_KEEP``, 10 minutes) keeps every version a running reader may still have checked out: an
-  operation of this engine reads one version for milliseconds, and a pylance reader that holds an old
-  version longer than the window is told so by a clear "not found" error, never by wrong data.
+* **clean-up** (``cleanup_old_versions``) deletes manifests, transactions and data files that only old
+  versions use. It never removes the latest version, nor any version that was still the latest within the
+  time window (``DEFAULT_KEEP``, 10 minutes; see :func:`removable_versions`), so a running reader keeps the
+  version it checked out: an operation of this engine holds one for milliseconds, and a pylance reader
+  that holds an old version longer than the window is told so by a clear "not found" error, never by
+  wrong data.
 
 Both run automatically: :func:`maybe_maintain` is called by ``ManifestTable`` after every commit (one cheap
-check on the in-memory manifest: the new version number), and every ``CHECK_EVERY``-th version (exactly one
+check on the in-memory manifest: the new version number). Every ``CHECK_EVERY``-th version (exactly one
 writer, whichever process, commits that version) looks at the fragment count and compacts past
-``FRAGMENT_THRESHOLD``, then cleans up. :func:`maintain_manifest` does the same on demand for the Airflow
-layer (an operator or a maintenance DAG) and reports what it did.
+``FRAGMENT_THRESHOLD``; every ``CLEANUP_EVERY``-th version cleans up. :func:`maintain_manifest` does the
+same on demand for the Airflow layer (an operator or a maintenance DAG) and reports what it did.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,9 +40,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_KEEP = timedelta(minutes=10)
-# Check every CHECK_EVERY-th manifest version; compact when more than FRAGMENT_THRESHOLD fragments.
-CHECK_EVERY = int(os.environ.get("LANCE_NAMESPACE_MAINTENANCE_EVERY", "50"))
-FRAGMENT_THRESHOLD = int(os.environ.get("LANCE_NAMESPACE_MAINTENANCE_FRAGMENTS", "16"))
+# Every CHECK_EVERY-th manifest version: compact when there are more than FRAGMENT_THRESHOLD fragments (each
+# read and each merge-insert scans every fragment: ~2 requests per fragment). Every CLEANUP_EVERY-th version:
+# remove versions older than DEFAULT_KEEP (``checkout_latest`` lists ``_versions/``, so its cost grows with them).
+CHECK_EVERY = int(os.environ.get("LANCE_NAMESPACE_MAINTENANCE_EVERY", "8"))
+FRAGMENT_THRESHOLD = int(os.environ.get("LANCE_NAMESPACE_MAINTENANCE_FRAGMENTS", "4"))
+CLEANUP_EVERY = int(os.environ.get("LANCE_NAMESPACE_CLEANUP_EVERY", "256"))
 _LOCK = threading.Lock()
 _RUNNING: set[str] = set()  # manifest URIs being maintained by this process
 
@@ -53,7 +58,7 @@ def _compact(dataset: lance.LanceDataset, result: dict[str, Any]) -> None:
     before = _fragments(dataset)
     result["fragments_before"] = before
     try:
-        metrics = dataset.optimize.compact_files(materialize_deletions_threshold=0.0, num_threads=1)
+        metrics = dataset.optimize.compact_files()
     except (OSError, ValueError, RuntimeError) as error:  # lost a race with a writer: skip, retry next time
         result["compaction_skipped"] = f"{type(error).__name__}: {error}"
         log.info("__manifest compaction skipped: %s", error)
@@ -64,9 +69,29 @@ def _compact(dataset: lance.LanceDataset, result: dict[str, Any]) -> None:
     result["compacted"] = metrics.fragments_removed > 0
 
 
+def removable_versions(dataset: lance.LanceDataset, keep: timedelta) -> list[int]:
+    """Versions superseded more than ``keep`` ago. A reader holds the version that was the latest when it
+    checked out, so a version is safe to remove only once its *successor* is older than the window (Lance's
+    own ``older_than`` looks at the version's own age, which can remove a version that was the latest a
+    moment ago). The latest version has no successor and is never returned."""
+    versions = sorted(dataset.versions(), key=lambda item: item["version"])
+    removable = []
+    for current, successor in itertools.pairwise(versions):
+        stamp = successor["timestamp"]
+        now = datetime.now(stamp.tzinfo) if stamp.tzinfo else datetime.now()
+        if now - stamp > keep:
+            removable.append(int(current["version"]))
+    return removable
+
+
 def _cleanup(dataset: lance.LanceDataset, keep: timedelta, result: dict[str, Any]) -> None:
     try:
-        stats = dataset.cleanup_old_versions(older_than=keep, delete_unverified=False)
+        removable = removable_versions(dataset, keep)
+        if not removable:
+            return
+        stats = dataset.cleanup_old_versions(
+            versions=removable, delete_unverified=False, error_if_tagged_old_versions=False
+        )
     except (OSError, ValueError, RuntimeError) as error:
         result["cleanup_skipped"] = f"{type(error).__name__}: {error}"
         log.info("__manifest clean-up skipped: %s", error)
@@ -104,7 +129,9 @@ def maybe_maintain(dataset: lance.LanceDataset) -> dict[str, Any] | None:
     unless the commit's version is a multiple of ``CHECK_EVERY``; never raises (a write has succeeded)."""
     try:
         version = dataset.version
-        if CHECK_EVERY <= 0 or version % CHECK_EVERY:
+        compact = CHECK_EVERY > 0 and version % CHECK_EVERY == 0
+        cleanup = CLEANUP_EVERY > 0 and version % CLEANUP_EVERY == 0
+        if not (compact or cleanup):
             return None
         uri = dataset.uri
         with _LOCK:
@@ -112,8 +139,10 @@ def maybe_maintain(dataset: lance.LanceDataset) -> dict[str, Any] | None:
                 return None
             _RUNNING.add(uri)
         try:
-            fragments = _fragments(dataset)
-            result = run(dataset, compact=fragments > FRAGMENT_THRESHOLD, cleanup=True)
+            compact = compact and _fragments(dataset) > FRAGMENT_THRESHOLD
+            if not (compact or cleanup):
+                return None
+            result = run(dataset, compact=compact, cleanup=cleanup, keep=DEFAULT_KEEP)
         finally:
             with _LOCK:
                 _RUNNING.discard(uri)

@@ -22,7 +22,7 @@ from lance_namespace import InternalError, UnsupportedOperationError
 
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.maintenance import maybe_maintain
-from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
 
 NAMESPACE = "namespace"
 TABLE = "table"
@@ -157,18 +157,20 @@ class ManifestTable:
         return dataset
 
     def _create(self) -> lance.LanceDataset:
+        """Create the empty table as version 1, exclusively. ``write_dataset(mode="create")`` is not: a
+        creator that loses the race for version 1 retries as an *Overwrite* at the next version, which would
+        erase rows committed in between (measured: two "successful" creates of one table). A commit with no
+        retries either writes version 1 or fails, and a failure whose table now exists means another writer
+        created it first. (pylance 14 commits an empty Overwrite as data storage version 2.2.)"""
         try:
-            self._dataset = lance.write_dataset(
-                SCHEMA.empty_table(),
+            self._dataset = lance.LanceDataset.commit(
                 self.uri,
-                mode="create",
-                data_storage_version="2.2",
+                lance.LanceOperation.Overwrite(SCHEMA, []),
+                max_retries=0,
                 enable_v2_manifest_paths=True,
                 storage_options=self.storage_options or None,
             )
-        except (ValueError, OSError) as error:
-            if "already exists" not in str(error).lower():
-                raise
+        except (ValueError, OSError):
             dataset = self.latest()  # a concurrent writer created it first
             if dataset is None:
                 raise
@@ -241,12 +243,12 @@ class ManifestTable:
                 .execute(data)
             )
         except OSError as error:
+            self._after_write(dataset, committed=False)
             match = _MATCHED_ROW.search(str(error))
             if match:
                 raise DuplicateObjectError(match.group(1)) from None
             raise
-        finally:
-            self._after_write(dataset)
+        self._after_write(dataset)
 
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
@@ -260,8 +262,10 @@ class ManifestTable:
                 .conflict_retries(self.commit_retries)
                 .execute(data)
             )
-        finally:
-            self._after_write(dataset)
+        except BaseException:
+            self._after_write(dataset, committed=False)
+            raise
+        self._after_write(dataset)
 
     def delete(self, where: str) -> int:
         """Delete matching rows in one commit; returns how many were deleted."""
@@ -271,8 +275,10 @@ class ManifestTable:
         dataset = self._for_write()
         try:
             result = dataset.delete(where, conflict_retries=self.commit_retries)
-        finally:
-            self._after_write(dataset)
+        except BaseException:
+            self._after_write(dataset, committed=False)
+            raise
+        self._after_write(dataset)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
     def update_metadata(self, values: dict[str, str]) -> None:
@@ -280,13 +286,19 @@ class ManifestTable:
         dataset = self._for_write()
         try:
             dataset.update_metadata(values)
-        finally:
-            self._after_write(dataset)
+        except BaseException:
+            self._after_write(dataset, committed=False)
+            raise
+        self._after_write(dataset)
 
-    def _after_write(self, dataset: lance.LanceDataset) -> None:
-        """The one place every ``__manifest`` commit passes: the next read checks out again, and
-        maintenance (compaction, clean-up of old versions) runs when this commit crosses its threshold."""
-        self._scope.fresh = False
+    def _after_write(self, dataset: lance.LanceDataset, committed: bool = True) -> None:
+        """The one place every ``__manifest`` write passes. A commit leaves the dataset at the version it
+        created (at least as new as the operation's check-out, so the operation's later reads may use it);
+        a failed write makes the next read check out again (it must see the winning writer's rows).
+        Maintenance (compaction, clean-up of old versions) runs when a commit crosses its threshold."""
+        if not committed:
+            self._scope.fresh = False
+            return
         maybe_maintain(dataset)
 
 
@@ -299,5 +311,5 @@ def _descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
 
 
 def _is_not_found(error: Exception) -> bool:
-    text = str(error).lower()
-    return "not found" in text or "does not exist" in text or "no such file" in text
+    # a 403 ("...Access Key Id you provided does not exist...") is a failure, never "no catalog yet"
+    return is_not_found_error(error)

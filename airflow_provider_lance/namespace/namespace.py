@@ -15,10 +15,11 @@ exist for TableExists, ListTables and DescribeTable (the reference agrees); oper
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +89,7 @@ from airflow_provider_lance.namespace.manifest import (
     ManifestTable,
     sql_string,
 )
-from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
 from airflow_provider_lance.namespace.versions import TableVersions
 
 RESERVED_MARKER = ".lance-reserved"
@@ -340,7 +341,7 @@ class DirectoryNamespace(LanceNamespace):
         else:
             location = ids.table_location(parts, self.config.dir_listing_enabled)
         marker = f"{location}/{RESERVED_MARKER}"
-        if self.storage.exists(location) and self.storage.list_dir(location):
+        if self.storage.list_dir(location):  # one listing: a missing directory lists as empty
             raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
         if not self.storage.put_if_not_exists(marker, MARKER_CONTENT):
             raise ConcurrentModificationError(f"Table '{oid}' is being declared concurrently")
@@ -436,8 +437,7 @@ class DirectoryNamespace(LanceNamespace):
                 storage_options=self.config.storage_options or None,
             )
         except (ValueError, OSError) as error:
-            text = str(error).lower()
-            if "not found" in text or "does not exist" in text or "no such file" in text:
+            if is_not_found_error(error):  # not a 403 or a missing bucket: those must fail
                 return None
             raise
 
@@ -501,14 +501,19 @@ class DirectoryNamespace(LanceNamespace):
         table = self._find_table(parts)
         if table.row is not None:
             self._delete_table_rows(table)
-            try:
+            # The row is gone, so the drop has succeeded: a failure to delete files leaves them unreachable.
+            with contextlib.suppress(OSError):
                 self.storage.delete_tree(table.location)
-            except OSError:
-                pass  # unreachable now: the row is gone, so the drop has succeeded
         else:
             self.storage.delete_tree(table.location)
             if self.storage.list_dir(table.location):
                 raise InternalError(f"Drop of '{ids.object_id(parts)}' left files behind; retry the drop")
+            # A table found by directory listing has no table row but may have table_version rows (managed
+            # commits through this engine): left behind, they would block commits to a re-created table.
+            prefix = ids.object_id(parts) + ids.DELIMITER
+            if self.config.manifest_enabled and self.manifest.children(prefix, TABLE_VERSION):
+                where = f"starts_with(object_id, {sql_string(prefix)}) AND object_type = '{TABLE_VERSION}'"
+                self.manifest.delete(where)
         return DropTableResponse(id=parts, location=self.storage.uri(table.location), properties=table.properties)
 
     def _delete_table_rows(self, table: Table) -> None:

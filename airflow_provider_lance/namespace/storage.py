@@ -47,9 +47,7 @@ _S3_CLIENT = {
 }
 _S3_FLAGS = {"aws_skip_signature": "anon", "skip_signature": "anon"}
 _CONDITIONAL_PUT = ("aws_conditional_put", "conditional_put")
-_SECRET_OPTIONS = frozenset(
-    {"aws_secret_access_key", "secret_access_key", "aws_session_token", "session_token", "token"}
-)
+_SECRET_OPTIONS = frozenset(_S3_CREDENTIALS)  # key ids too: masked wherever options are shown
 _MEMORY_LOCK = threading.Lock()
 _PROBE_LOCK = threading.Lock()
 _PROBED: dict[tuple[str, str], bool] = {}  # (endpoint, bucket) -> honours If-None-Match
@@ -78,11 +76,14 @@ def is_denied_error(error: BaseException) -> bool:
 
 class _RedactCredentials(logging.Filter):
     """botocore logs every signed request at DEBUG, Authorization header (with the access key id) and
-    security token included; replace both before any handler sees the record."""
+    security token included (``botocore.endpoint``), and the canonical request with the token
+    (``botocore.auth``); replace them before any handler sees the record. The secret key itself is never
+    sent, so it is never logged."""
 
     _PATTERNS = (
         (re.compile(r"Credential=[^/,\s'\"]+"), "Credential=***"),
         (re.compile(r"('X-Amz-Security-Token': b?)'[^']*'", re.IGNORECASE), r"\1'***'"),
+        (re.compile(r"(x-amz-security-token:)[^\s]+", re.IGNORECASE), r"\1***"),  # the canonical request
     )
 
     def filter(self, record: logging.LogRecord) -> bool:

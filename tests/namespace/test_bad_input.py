@@ -102,7 +102,12 @@ CASES: list[tuple[str, str, Any, type[LanceNamespaceError]]] = [
     ),
     ("batch-empty", "batch_create_table_versions", {"entries": []}, InvalidInputError),
     ("versions-bad-token", "list_table_versions", {"id": ["prod", "users"], "page_token": "abc"}, InvalidInputError),
-    ("describe-version-99", "describe_table_version", {"id": ["prod", "users"], "version": 99}, TableVersionNotFoundError),
+    (
+        "describe-version-99",
+        "describe_table_version",
+        {"id": ["prod", "users"], "version": 99},
+        TableVersionNotFoundError,
+    ),
     (
         "delete-missing-versions",
         "batch_delete_table_versions",

@@ -94,8 +94,8 @@ def test_batch_crash_after_commit_point_is_finished_by_readers(root: Path, point
             assert lance.dataset(str(_dir(root, ns, table_id))).version == 1
     elif point == "after_copy":
         assert staged_left == [True, True, True]  # the first copy done, its staged file not yet deleted
-        assert (location(ns, TABLES[0]) / "_versions" / manifest_name(2, "V2")).exists()
-        assert not (location(ns, TABLES[1]) / "_versions" / manifest_name(2, "V2")).exists()
+        assert (_dir(root, ns, TABLES[0]) / "_versions" / manifest_name(2, "V2")).exists()
+        assert not (_dir(root, ns, TABLES[1]) / "_versions" / manifest_name(2, "V2")).exists()
     else:
         assert staged_left == [False, False, False]
         assert all(not m["manifest_path"].endswith(manifest_name(2, "V2")) for m in _v2_rows(ns))

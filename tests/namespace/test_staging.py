@@ -46,9 +46,7 @@ def commit(namespace: ln.LanceNamespace, entries: list[ln.CreateTableVersionEntr
 
 
 def rows(n: int, start: int = 0) -> pa.Table:
-    return pa.table(
-        {"id": pa.array(range(start, start + n), pa.int64()), "name": [f"r{i}" for i in range(n)]}
-    )
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "name": [f"r{i}" for i in range(n)]})
 
 
 def location(namespace: ln.LanceNamespace, table_id: list[str]) -> str:
@@ -119,9 +117,7 @@ def test_one_version_per_table_per_staging(namespace: ln.LanceNamespace) -> None
 def test_entries_json_round_trip(tmp_path: Path, namespace: ln.LanceNamespace) -> None:
     entries = [
         st.stage_data(namespace, ["a"], rows(2)),
-        ln.CreateTableVersionEntry(
-            id=["ns", "b"], version=7, manifest_path="bucket/p/_versions/7.manifest-u"
-        ),
+        ln.CreateTableVersionEntry(id=["ns", "b"], version=7, manifest_path="bucket/p/_versions/7.manifest-u"),
     ]
     path = tmp_path / "out" / "entries.json"
     st.write_entries(entries, path)

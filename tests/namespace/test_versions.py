@@ -371,3 +371,25 @@ def test_batch_delete_table_versions(root: Path, snapshot: Snapshot, managed: bo
     assert _delete(ns, table_id, [(100, 200)], ignore_missing=True) == 0
     with pytest.raises(ln.TableNotFoundError):
         _delete(ns, ["nope"], [(1, 2)])
+
+
+def test_legacy_v1_named_table_managed_then_dropped_and_recreated(root: Path) -> None:
+    """A root table written before the catalog (V1 manifest names, no table row) gets managed commits in
+    its own naming scheme; dropping it removes its table_version rows, so a re-created table starts at v1."""
+    lance.write_dataset(rows(1), str(root / "old.lance"), enable_v2_manifest_paths=False)
+    ns = make_ns(root, managed=True)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    lance.write_dataset(rows(1, 1), namespace_client=ns, table_id=["old"], mode="append")
+    assert sorted(p.name for p in (root / "old.lance" / "_versions").glob("*.manifest")) == [
+        "1.manifest",
+        "2.manifest",
+    ]
+    assert version_rows(ns)["old$2"]["naming_scheme"] == "V1"
+    assert versions(ns, ["old"]) == [1, 2]
+    assert read(ns, ["old"]).count_rows() == 2
+
+    ns.drop_table(ln.DropTableRequest(id=["old"]))
+    assert version_rows(ns) == {}
+    lance.write_dataset(rows(3, 10), namespace_client=ns, table_id=["old"], mode="create")
+    assert versions(ns, ["old"]) == [1]
+    assert read(ns, ["old"]).count_rows() == 3

@@ -1,0 +1,163 @@
+"""``__manifest`` maintenance: compaction keeps every row and reduces fragments, clean-up keeps the latest
+version and the time window, concurrent readers and writers keep working, and the reference (pylance's Rust
+``DirectoryNamespace``) still reads the catalog afterwards."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import lance
+import lance_namespace as ln
+import pytest
+from lance.namespace import DirectoryNamespace as ReferenceNamespace
+
+from airflow_provider_lance.namespace import DirectoryNamespace, maintenance
+from airflow_provider_lance.namespace.maintenance import maintain_manifest
+
+
+@pytest.fixture
+def no_auto_maintenance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let fragments pile up (the automatic trigger would compact them)."""
+    monkeypatch.setattr(maintenance, "CHECK_EVERY", 0)
+    monkeypatch.setattr(maintenance, "CLEANUP_EVERY", 0)
+
+
+def _catalog(root: Path, tables: int) -> DirectoryNamespace:
+    ns = DirectoryNamespace(root=str(root))
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"], properties={"owner": "data"}))
+    for i in range(tables):
+        ns.declare_table(ln.DeclareTableRequest(id=["prod", f"t{i}"], properties={"i": str(i)}))
+    ns.drop_table(ln.DropTableRequest(id=["prod", "t0"]))  # a deletion for compaction to materialise
+    return ns
+
+
+def _rows(root: Path) -> list[dict]:
+    table = lance.dataset(str(root / "__manifest")).to_table()
+    return sorted(table.to_pylist(), key=lambda row: row["object_id"])
+
+
+def _fragments(root: Path) -> int:
+    return len(lance.dataset(str(root / "__manifest")).get_fragments())
+
+
+def test_compaction_keeps_all_rows_and_reduces_fragments(tmp_path: Path, no_auto_maintenance: None) -> None:
+    ns = _catalog(tmp_path, 12)
+    before_rows, before_fragments = _rows(tmp_path), _fragments(tmp_path)
+    assert before_fragments > 10
+
+    result = maintain_manifest(ns, cleanup=False)
+
+    assert result["compacted"] is True
+    assert result["fragments_before"] == before_fragments
+    assert result["fragments_after"] == _fragments(tmp_path) < before_fragments
+    assert _rows(tmp_path) == before_rows
+    listed = ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables
+    assert listed == sorted(f"t{i}" for i in range(1, 12))
+    assert ns.describe_table(ln.DescribeTableRequest(id=["prod", "t5"])).properties == {"i": "5"}
+    # the catalog stays writable and keeps its format
+    ns.declare_table(ln.DeclareTableRequest(id=["prod", "after"]))
+    dataset = lance.dataset(str(tmp_path / "__manifest"))
+    assert dataset.data_storage_version == "2.2"
+    assert dataset.schema.field("object_id").metadata == {b"lance-schema:unenforced-primary-key:position": b"0"}
+
+
+def test_cleanup_keeps_the_latest_version_and_the_window(tmp_path: Path, no_auto_maintenance: None) -> None:
+    ns = _catalog(tmp_path, 5)
+    versions_dir = tmp_path / "__manifest" / "_versions"
+    count = len(list(versions_dir.glob("*.manifest")))
+
+    kept = maintain_manifest(ns, compact=False, older_than=timedelta(hours=1))
+    assert kept["versions_removed"] == 0  # everything is inside the window
+    assert len(list(versions_dir.glob("*.manifest"))) == count
+
+    result = maintain_manifest(ns, older_than=timedelta(0))
+    assert result["versions_removed"] > 0
+    assert len(list(versions_dir.glob("*.manifest"))) == 1  # the latest is never removed
+    assert ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables == ["t1", "t2", "t3", "t4"]
+
+
+def test_empty_catalog_is_skipped(tmp_path: Path) -> None:
+    result = maintain_manifest(DirectoryNamespace(root=str(tmp_path)))
+    assert "skipped" in result
+    assert not (tmp_path / "__manifest").exists()  # a read never creates the manifest
+
+
+def test_automatic_maintenance_bounds_fragments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(maintenance, "CHECK_EVERY", 4)
+    monkeypatch.setattr(maintenance, "FRAGMENT_THRESHOLD", 3)
+    monkeypatch.setattr(maintenance, "CLEANUP_EVERY", 8)
+    monkeypatch.setattr(maintenance, "DEFAULT_KEEP", timedelta(0))
+    ns = _catalog(tmp_path, 30)
+    assert _fragments(tmp_path) <= 3 + 4  # at most threshold + one check interval of new fragments
+    assert len(list((tmp_path / "__manifest" / "_versions").glob("*.manifest"))) < 20
+    assert len(ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables) == 29
+
+
+def test_concurrent_readers_and_writers_during_maintenance(tmp_path: Path, no_auto_maintenance: None) -> None:
+    ns = _catalog(tmp_path, 20)
+    errors: list[BaseException] = []
+    declared: list[str] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        own = DirectoryNamespace(root=str(tmp_path))  # another client, as another process would be
+        i = 0
+        while not stop.is_set():
+            name = f"w{i}"
+            try:
+                own.declare_table(ln.DeclareTableRequest(id=["prod", name]))
+                declared.append(name)
+            except BaseException as error:
+                errors.append(error)
+                return
+            i += 1
+
+    def reader() -> None:
+        own = DirectoryNamespace(root=str(tmp_path))
+        reference = ReferenceNamespace(root=str(tmp_path))
+        while not stop.is_set():
+            try:
+                tables = set(own.list_tables(ln.ListTablesRequest(id=["prod"])).tables)
+                assert {f"t{i}" for i in range(1, 20)} <= tables
+                own.describe_table(ln.DescribeTableRequest(id=["prod", "t7"]))
+                reference.table_exists(ln.TableExistsRequest(id=["prod", "t9"]))
+            except BaseException as error:
+                errors.append(error)
+                return
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
+    for thread in threads:
+        thread.start()
+    results = []
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline and not errors:
+        # a short window: versions superseded more than 0.5 s ago go while the others read and write
+        results.append(maintain_manifest(ns, older_than=timedelta(seconds=0.5)))
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert not errors, errors
+    assert any(r["compacted"] for r in results)
+    assert any(r["versions_removed"] for r in results)
+    final = set(DirectoryNamespace(root=str(tmp_path)).list_tables(ln.ListTablesRequest(id=["prod"])).tables)
+    assert {f"t{i}" for i in range(1, 20)} | set(declared) == final  # no write was lost
+    rows = [row["object_id"] for row in _rows(tmp_path)]
+    assert len(rows) == len(set(rows))  # and none duplicated
+
+
+def test_reference_reads_the_catalog_after_maintenance(tmp_path: Path, no_auto_maintenance: None) -> None:
+    ns = _catalog(tmp_path, 10)
+    maintain_manifest(ns, older_than=timedelta(0))
+    assert _fragments(tmp_path) == 1
+
+    reference = ReferenceNamespace(root=str(tmp_path))
+    assert reference.list_tables(ln.ListTablesRequest(id=["prod"])).tables == [f"t{i}" for i in range(1, 10)]
+    assert reference.describe_namespace(ln.DescribeNamespaceRequest(id=["prod"])).properties == {"owner": "data"}
+    reference.table_exists(ln.TableExistsRequest(id=["prod", "t3"]))
+    # and it can still write to it (no table_version rows, so no writer flag)
+    reference.declare_table(ln.DeclareTableRequest(id=["prod", "by_reference"]))
+    assert "by_reference" in ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables

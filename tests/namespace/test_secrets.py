@@ -1,0 +1,127 @@
+"""Storage secrets never leak: not into logs (DEBUG, every logger), exception text (bad endpoint, missing
+bucket, refused credentials), ``repr(ns)``, ``repr(ns.storage)``, ``repr(ns.config)`` or
+``ns.namespace_id()``. S3 cases use a moto server started here (one with authentication enforced, so a
+wrong key is refused with 403)."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+import uuid
+from collections.abc import Iterator
+
+import lance_namespace as ln
+import pytest
+
+from airflow_provider_lance.namespace import DirectoryNamespace
+from tests.s3.conftest import REGION, MotoServer, start_moto, stop
+
+SECRET = "sEcReT-" + uuid.uuid4().hex  # unique: any hit is a leak of this value
+ACCESS_KEY = "AKIA" + uuid.uuid4().hex[:16].upper()
+TOKEN = "ToKeN-" + uuid.uuid4().hex
+
+
+def _properties(endpoint: str, root: str, **extra: str) -> dict[str, str]:
+    return {
+        "root": root,
+        "storage.aws_access_key_id": ACCESS_KEY,
+        "storage.aws_secret_access_key": SECRET,
+        "storage.aws_session_token": TOKEN,
+        "storage.aws_endpoint": endpoint,
+        "storage.aws_region": REGION,
+        "storage.allow_http": "true",
+        **extra,
+    }
+
+
+def _assert_clean(text: str, where: str, access_key_too: bool = True) -> None:
+    assert SECRET not in text, f"secret key leaked in {where}"
+    assert TOKEN not in text, f"session token leaked in {where}"
+    if access_key_too:
+        assert ACCESS_KEY not in text, f"access key id leaked in {where}"
+
+
+def _full_text(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error)) + repr(error) + str(error)
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[MotoServer, MotoServer]]:
+    open_process, open_endpoint = start_moto()
+    auth_process, auth_endpoint = start_moto(env={"INITIAL_NO_AUTH_ACTION_COUNT": "0"})
+    try:
+        server = MotoServer(open_endpoint, open_process.pid)
+        server.client().create_bucket(Bucket="secrets")
+        yield server, MotoServer(auth_endpoint, auth_process.pid)
+    finally:
+        stop(open_process)
+        stop(auth_process)
+
+
+def test_reprs_and_namespace_id() -> None:
+    ns = DirectoryNamespace(**_properties("http://127.0.0.1:9", "s3://b/p"))
+    for name, text in {
+        "repr(ns)": repr(ns),
+        "str(ns)": str(ns),
+        "repr(ns.storage)": repr(ns.storage),
+        "repr(ns.config)": repr(ns.config),
+        "namespace_id()": ns.namespace_id(),
+        "repr(ns.manifest)": repr(ns.manifest),
+        "repr(ns.storage.fs)": repr(ns.storage.fs),
+        "safe_options": repr(ns.storage.safe_options),
+    }.items():
+        _assert_clean(text, name)
+
+
+@pytest.mark.s3
+def test_debug_logs_of_a_working_session(servers, caplog: pytest.LogCaptureFixture) -> None:
+    server, _ = servers
+    caplog.set_level(logging.DEBUG)  # root: every library logger (botocore, s3fs, fsspec, ours)
+    ns = DirectoryNamespace(**_properties(server.endpoint, f"s3://secrets/{uuid.uuid4().hex}"))
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["db"]))
+    ns.declare_table(ln.DeclareTableRequest(id=["db", "t"]))
+    ns.list_tables(ln.ListTablesRequest(id=["db"]))
+    ns.describe_table(ln.DescribeTableRequest(id=["db", "t"]))
+    ns.drop_table(ln.DropTableRequest(id=["db", "t"]))
+    messages = "\n".join(record.getMessage() for record in caplog.records)
+    assert len(caplog.records) > 20 and "botocore" in {r.name.split(".")[0] for r in caplog.records}
+    _assert_clean(messages, "DEBUG logs")  # botocore's signed request lines are redacted by the engine
+
+
+@pytest.mark.s3
+def test_error_texts(servers, caplog: pytest.LogCaptureFixture) -> None:
+    server, auth_server = servers
+    caplog.set_level(logging.DEBUG)
+    cases = {
+        "refused key (403)": DirectoryNamespace(**_properties(auth_server.endpoint, "s3://secrets/x")),
+        "missing bucket": DirectoryNamespace(**_properties(server.endpoint, "s3://no-such-bucket/x")),
+        "wrong endpoint path": DirectoryNamespace(**_properties(server.endpoint + "/wrong", "s3://secrets/x")),
+    }
+    seen = 0
+    for name, ns in cases.items():
+        for call in (
+            lambda ns=ns: ns.list_namespaces(ln.ListNamespacesRequest(id=[])),
+            lambda ns=ns: ns.declare_table(ln.DeclareTableRequest(id=["t"])),
+            lambda ns=ns: ns.storage.put_if_not_exists("k", b"v"),
+        ):
+            try:
+                call()
+            except Exception as error:
+                seen += 1
+                _assert_clean(_full_text(error), f"{name}: {type(error).__name__}")
+    assert seen >= 6, "the broken configurations should fail"
+    # a 403 is an error, never an empty catalog (its text says "... does not exist in our records")
+    with pytest.raises(ln.LanceNamespaceError):
+        cases["refused key (403)"].list_namespaces(ln.ListNamespacesRequest(id=[]))
+    _assert_clean("\n".join(r.getMessage() for r in caplog.records), "DEBUG logs of failures")
+
+
+def test_bad_properties_do_not_echo_secrets() -> None:
+    for properties in (
+        {**_properties("http://127.0.0.1:9", "gs://b/p")},
+        {**_properties("http://127.0.0.1:9", "s3://b/p"), "storage.conditional_put": "dynamo:" + SECRET},
+        {**_properties("http://127.0.0.1:9", "s3://b/p"), "manifest_enabled": "maybe"},
+    ):
+        with pytest.raises(ln.InvalidInputError) as caught:
+            DirectoryNamespace(**properties)
+        _assert_clean(_full_text(caught.value), "InvalidInput")
