@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lance_namespace import (
     ConcurrentModificationError,
@@ -140,13 +140,13 @@ class TableVersions:
             staged_key = self.storage.key_of(staged_path)
             if staged_key is None:
                 raise InvalidInputError(f"Corrupt table_version row '{row.object_id}': bad manifest_path")
-            self._finalize(staged_key, final_key)
-            meta = {**meta, "manifest_path": self.storage.object_path(final_key)}
+            meta = self._finalize(staged_key, final_key, meta)
             self.manifest.upsert([ManifestRow(row.object_id, TABLE_VERSION, None, meta)])
         return _version_from(version, meta)
 
-    def _finalize(self, staged_key: str, final_key: str) -> None:
-        """Copy staged → final (put-if-not-exists; idempotent), then remove the staged file.
+    def _finalize(self, staged_key: str, final_key: str, meta: dict[str, Any]) -> dict[str, Any]:
+        """Copy staged → final (put-if-not-exists; idempotent), remove the staged file, and return the row
+        metadata pointing at the final manifest (its path, size and e-tag).
 
         Several processes may finalize the same version at once (the committer and any reader that found the
         row still staged); the staged file can vanish between the check and the read, when another finalizer
@@ -159,8 +159,18 @@ class TableVersions:
             if not self.storage.put_if_not_exists(final_key, data) and self.storage.read(final_key) != data:
                 raise ConcurrentModificationError(f"Another manifest already exists at '{final_key}'")
             self.storage.delete(staged_key)
-        elif not self.storage.exists(final_key):
-            raise TableVersionNotFoundError(f"Neither the staged nor the final manifest exists: '{final_key}'")
+        try:
+            info = self.storage.info(final_key)
+        except FileNotFoundError:
+            raise TableVersionNotFoundError(
+                f"Neither the staged nor the final manifest exists: '{final_key}'"
+            ) from None
+        return {
+            **meta,
+            "manifest_path": self.storage.object_path(final_key),
+            "manifest_size": info.size,
+            "e_tag": info.e_tag,
+        }
 
     # -- CreateTableVersion / BatchCreateTableVersions --------------------------------------------------------
     def _validate(self, table: Table, entry: CreateTableVersionEntry) -> _Entry:
@@ -262,17 +272,15 @@ class TableVersions:
             raise ConcurrentModificationError(
                 f"Version already exists for table '{table}' ({error.object_id}); nothing was committed"
             ) from None
-        finalized = []
-        for entry, row in zip(entries, rows, strict=True):
-            self._finalize(entry.staged_key, entry.final_key)
-            finalized.append(
-                ManifestRow(
-                    row.object_id,
-                    TABLE_VERSION,
-                    None,
-                    {**(row.metadata or {}), "manifest_path": self.storage.object_path(entry.final_key)},
-                )
+        finalized = [
+            ManifestRow(
+                row.object_id,
+                TABLE_VERSION,
+                None,
+                self._finalize(entry.staged_key, entry.final_key, row.metadata or {}),
             )
+            for entry, row in zip(entries, rows, strict=True)
+        ]
         self.manifest.upsert(finalized)
         return [_version_from(entry.version, row.metadata or {}) for entry, row in zip(entries, finalized, strict=True)]
 
