@@ -106,7 +106,9 @@ class ManifestTable:
         self.uri = storage.uri(MANIFEST_DIR)
         self.storage_options = storage.options
         self.commit_retries = commit_retries
+        self._storage = storage
         self._dataset: lance.LanceDataset | None = None
+        self._naming: str | None = None  # manifest naming scheme of __manifest ("V1"/"V2"), None if unknown
         # All rows of one manifest version (reads filter it in memory); keyed by that version, so a commit
         # by any process (a new latest version) makes the next read load the table again.
         self._snapshot: tuple[int, pa.Table] | None = None
@@ -136,8 +138,9 @@ class ManifestTable:
                 if _is_not_found(error):
                     return None
                 raise
+            self._naming = self._detect_naming(self._dataset.version)
         elif not (getattr(self._scope, "depth", 0) and getattr(self._scope, "fresh", False)):
-            self._dataset.checkout_latest()
+            self._refresh(self._dataset)
         self._scope.fresh = True
         unknown = _flags(self._dataset.metadata, READER_FLAGS_KEY) & ~KNOWN_READER_FLAGS
         if unknown:
@@ -145,6 +148,21 @@ class ManifestTable:
                 f"The __manifest table needs reader features {unknown} that this engine does not understand"
             )
         return self._dataset
+
+    def _refresh(self, dataset: lance.LanceDataset) -> None:
+        """Move ``dataset`` to the latest version. Lance commits version N+1 with an atomic create of its
+        manifest, so "no manifest N+1" means N is the latest: one existence check (a HEAD, whatever the
+        number of versions; the reference checks the same way) instead of ``checkout_latest``, which lists
+        all of ``_versions/``. A newer version, or an unknown naming scheme, checks out as before."""
+        following = _manifest_key(dataset.version + 1, self._naming) if self._naming else None
+        if following is None or self._storage.file_exists(following):
+            dataset.checkout_latest()
+
+    def _detect_naming(self, version: int) -> str | None:
+        for naming in ("V2", "V1"):
+            if self._storage.file_exists(_manifest_key(version, naming)):
+                return naming
+        return None
 
     def _for_write(self) -> lance.LanceDataset:
         dataset = self.latest() or self._create()
@@ -170,6 +188,7 @@ class ManifestTable:
                 enable_v2_manifest_paths=True,
                 storage_options=self.storage_options or None,
             )
+            self._naming = "V2"
         except (ValueError, OSError):
             dataset = self.latest()  # a concurrent writer created it first
             if dataset is None:
@@ -300,6 +319,12 @@ class ManifestTable:
             self._scope.fresh = False
             return
         maybe_maintain(dataset)
+
+
+def _manifest_key(version: int, naming: str) -> str:
+    """The key of a ``__manifest`` version's manifest file (Lance naming schemes V1 and V2)."""
+    name = f"{2**64 - 1 - version:020d}.manifest" if naming == "V2" else f"{version}.manifest"
+    return f"{MANIFEST_DIR}/_versions/{name}"
 
 
 def _descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
