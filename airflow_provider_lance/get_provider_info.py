@@ -2,7 +2,38 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+#: Connection form behaviour, read by Airflow >= 3.2 here and by ``LanceHook.get_ui_field_behaviour`` before.
+UI_FIELD_BEHAVIOUR: dict[str, Any] = {
+    "hidden-fields": ["schema", "port"],
+    "relabeling": {
+        "host": "Root (path or URI)",
+        "login": "Access key id",
+        "password": "Secret access key",
+    },
+    "placeholders": {
+        "host": "s3://bucket/prefix or /data/lance",
+        "login": "AWS access key id (optional)",
+        "password": "AWS secret access key (optional)",
+        "extra": '{"storage_options": {"region": "us-east-1"}, "manifest_enabled": "true"}',
+    },
+}
+
+#: Extra connection fields, read by Airflow >= 3.2 here and by ``LanceHook.get_connection_form_widgets`` before.
+CONN_FIELDS: dict[str, dict[str, Any]] = {
+    "impl": {
+        "label": "Implementation",
+        "description": "Empty for the provider's engine, 'dir', 'rest' or a full class path.",
+        "schema": {"type": ["string", "null"]},
+    },
+    "root": {
+        "label": "Root URI",
+        "description": "Namespace root (overrides Host), e.g. s3://bucket/prefix.",
+        "schema": {"type": ["string", "null"]},
+    },
+}
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -28,32 +59,8 @@ def get_provider_info() -> dict[str, Any]:
                 "hook-class-name": "airflow_provider_lance.hooks.lance.LanceHook",
                 "hook-name": "Lance",
                 "connection-type": "lance",
-                "ui-field-behaviour": {
-                    "hidden-fields": ["schema", "port"],
-                    "relabeling": {
-                        "host": "Root (path or URI)",
-                        "login": "Access key id",
-                        "password": "Secret access key",
-                    },
-                    "placeholders": {
-                        "host": "s3://bucket/prefix or /data/lance",
-                        "login": "AWS access key id (optional)",
-                        "password": "AWS secret access key (optional)",
-                        "extra": '{"storage_options": {"region": "us-east-1"}, "manifest_enabled": "true"}',
-                    },
-                },
-                "conn-fields": {
-                    "impl": {
-                        "label": "Implementation",
-                        "description": "Empty for the provider's engine, 'dir', 'rest' or a full class path.",
-                        "schema": {"type": ["string", "null"]},
-                    },
-                    "root": {
-                        "label": "Root URI",
-                        "description": "Namespace root (overrides Host), e.g. s3://bucket/prefix.",
-                        "schema": {"type": ["string", "null"]},
-                    },
-                },
+                "ui-field-behaviour": copy.deepcopy(UI_FIELD_BEHAVIOUR),
+                "conn-fields": copy.deepcopy(CONN_FIELDS),
             }
         ],
         "asset-uris": [

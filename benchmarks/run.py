@@ -469,21 +469,18 @@ def sensor_poke(work: Path) -> dict[str, Any]:
 
 # -- 5. Spark staging (owned by benchmarks/spark_staging.py) -----------------------------------------------------------
 def spark_staging() -> dict[str, Any]:
+    """Call ``benchmarks/spark_staging.py`` (owned by the Spark work) and include its markdown section."""
     if importlib.util.find_spec("benchmarks.spark_staging") is None:
         return {"status": "placeholder", "note": "measured by benchmarks/spark_staging.py (not present in this run)"}
     try:
         module = importlib.import_module("benchmarks.spark_staging")
-        function = next(
-            (getattr(module, name) for name in ("run", "benchmark", "main") if callable(getattr(module, name, None))),
-            None,
-        )
-        if function is None:
-            return {"status": "placeholder", "note": "benchmarks/spark_staging.py has no run()/benchmark()/main()"}
-        try:
-            value = function(quick=QUICK)
-        except TypeError:
-            value = function()
-        return {"status": "measured", "result": value}
+        with tempfile.TemporaryDirectory() as directory:
+            out = Path(directory) / "spark.md"
+            argv = ["--out", str(out)] + (["--rows", "100000", "--repeat", "1"] if QUICK else [])
+            code = module.main(argv)
+            if code not in (0, None) or not out.exists():
+                return {"status": "failed", "note": f"benchmarks/spark_staging.py main() returned {code!r}"}
+            return {"status": "measured", "result": out.read_text().strip()}
     except Exception as error:  # the Spark benchmark must not break the others
         return {"status": "failed", "note": f"{type(error).__name__}: {error}"}
 

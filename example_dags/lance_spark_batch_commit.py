@@ -63,6 +63,9 @@ with DAG(
         application_args=[
             "--property",
             f"root={{{{ {CONN}.extra_dejson.get('root') or {CONN}.host }}}}",
+            # With table version management the commit below is one atomic step for all tables.
+            "--property",
+            f"table_version_management={{{{ {CONN}.extra_dejson.get('table_version_management', 'false') }}}}",
             "--mode",
             "{{ params.mode }}",
             "--entries-out",

@@ -35,7 +35,9 @@ def demo_environment(root: Path, work: Path, home: Path) -> dict[str, str]:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "example_dags"),
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-            "AIRFLOW_CONN_LANCE_DEFAULT": json.dumps({"conn_type": "lance", "host": str(root)}),
+            "AIRFLOW_CONN_LANCE_DEFAULT": json.dumps(
+                {"conn_type": "lance", "host": str(root), "extra": {"table_version_management": "true"}}
+            ),
             "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
             "LANCE_DEMO_ROOT": str(root),
             "LANCE_DEMO_WORK": str(work),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import AirflowException, BaseHook
+
+from airflow_provider_lance.get_provider_info import CONN_FIELDS, UI_FIELD_BEHAVIOUR
 
 if TYPE_CHECKING:
     from lance_namespace import LanceNamespace
@@ -159,25 +162,14 @@ class LanceHook(BaseHook):
         from wtforms import StringField
 
         return {
-            "impl": StringField(lazy_gettext("Implementation"), widget=BS3TextFieldWidget()),
-            "root": StringField(lazy_gettext("Root URI"), widget=BS3TextFieldWidget()),
+            name: StringField(lazy_gettext(field["label"]), widget=BS3TextFieldWidget())
+            for name, field in CONN_FIELDS.items()
         }
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
         """Return custom field behaviour for the connection form (Airflow < 3.2)."""
-        return {
-            "hidden_fields": ["schema", "port"],
-            "relabeling": {
-                "host": "Root (path or URI)",
-                "login": "Access key id",
-                "password": "Secret access key",
-            },
-            "placeholders": {
-                "host": "s3://bucket/prefix or /data/lance",
-                "extra": '{"storage_options": {"region": "us-east-1"}, "manifest_enabled": "true"}',
-            },
-        }
+        return {key.replace("-", "_"): copy.deepcopy(value) for key, value in UI_FIELD_BEHAVIOUR.items()}
 
     # ------------------------------------------------------------------ connection
 
@@ -289,6 +281,18 @@ class LanceHook(BaseHook):
                 raise
             return method(request.model_dump(exclude_none=True))
 
+    def _all_pages(self, operation: str, field: str, make_request: Callable[[str | None], Any]) -> list[Any]:
+        """Call a paged list ``operation`` until the engine returns no new page token; concatenate ``field``."""
+        items: list[Any] = []
+        token: str | None = None
+        while True:
+            response = self._call(operation, make_request(token))
+            items.extend(_field(response, field) or [])
+            next_token = _field(response, "page_token")
+            if not next_token or next_token == token:
+                return items
+            token = next_token
+
     # ------------------------------------------------------------------ namespaces
 
     def create_namespace(
@@ -341,16 +345,11 @@ class LanceHook(BaseHook):
         import lance_namespace as ln
 
         parent = parse_identifier(namespace_id)
-        names: list[str] = []
-        token: str | None = None
-        while True:
-            request = ln.ListNamespacesRequest(id=parent, page_token=token, limit=limit)
-            response = self._call("list_namespaces", request)
-            names.extend(_field(response, "namespaces") or [])
-            next_token = _field(response, "page_token")
-            if not next_token or next_token == token:
-                return names
-            token = next_token
+        return self._all_pages(
+            "list_namespaces",
+            "namespaces",
+            lambda token: ln.ListNamespacesRequest(id=parent, page_token=token, limit=limit),
+        )
 
     def namespace_exists(self, namespace_id: str | Sequence[str]) -> bool:
         """Return whether a namespace exists."""
@@ -451,16 +450,13 @@ class LanceHook(BaseHook):
         import lance_namespace as ln
 
         parent = parse_identifier(namespace_id)
-        names: list[str] = []
-        token: str | None = None
-        while True:
-            request = ln.ListTablesRequest(id=parent, page_token=token, limit=limit, include_declared=include_declared)
-            response = self._call("list_tables", request)
-            names.extend(_field(response, "tables") or [])
-            next_token = _field(response, "page_token")
-            if not next_token or next_token == token:
-                return names
-            token = next_token
+        return self._all_pages(
+            "list_tables",
+            "tables",
+            lambda token: ln.ListTablesRequest(
+                id=parent, page_token=token, limit=limit, include_declared=include_declared
+            ),
+        )
 
     # ------------------------------------------------------------------ versions
 
@@ -538,16 +534,12 @@ class LanceHook(BaseHook):
         import lance_namespace as ln
 
         ident = parse_identifier(table_id)
-        versions: list[Any] = []
-        token: str | None = None
-        while True:
-            request = ln.ListTableVersionsRequest(id=ident, page_token=token, descending=descending)
-            response = _as_model(self._call("list_table_versions", request), ln.ListTableVersionsResponse)
-            versions.extend(_as_model(v, ln.TableVersion) for v in (_field(response, "versions") or []))
-            next_token = _field(response, "page_token")
-            if not next_token or next_token == token:
-                return versions
-            token = next_token
+        versions = self._all_pages(
+            "list_table_versions",
+            "versions",
+            lambda token: ln.ListTableVersionsRequest(id=ident, page_token=token, descending=descending),
+        )
+        return [_as_model(v, ln.TableVersion) for v in versions]
 
     def describe_table_version(self, table_id: str | Sequence[str], version: int | None = None) -> Any:
         """
@@ -602,6 +594,28 @@ class LanceHook(BaseHook):
         )
         response = _as_model(self._call("batch_delete_table_versions", request), ln.BatchDeleteTableVersionsResponse)
         return int(_field(response, "deleted_count") or 0)
+
+    # ------------------------------------------------------------------ maintenance
+
+    def maintain_manifest(self, **kwargs: Any) -> dict[str, Any]:
+        """
+        Compact the ``__manifest`` table and clean up its old versions (the provider's engine only).
+
+        :param kwargs: Passed to ``airflow_provider_lance.namespace.maintenance.maintain_manifest``
+            (``compact``, ``cleanup``, ``older_than``, ``min_fragments``).
+        :return: a JSON-able dict of what was done.
+        :raises AirflowException: when the connection uses another namespace implementation.
+        """
+        from airflow_provider_lance.namespace import DirectoryNamespace
+        from airflow_provider_lance.namespace.maintenance import maintain_manifest
+
+        namespace = self.namespace
+        if not isinstance(namespace, DirectoryNamespace):
+            raise AirflowException(
+                f"Connection {self.lance_conn_id!r} uses {type(namespace).__module__}.{type(namespace).__qualname__}: "
+                f"__manifest maintenance needs the provider's engine ({DEFAULT_IMPL}, an empty 'impl' extra)"
+            )
+        return maintain_manifest(namespace, **kwargs)
 
     # ------------------------------------------------------------------ checks shared by sensors and triggers
 

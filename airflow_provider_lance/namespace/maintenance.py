@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_KEEP = timedelta(minutes=10)
+# Readers (ManifestTable) trust "no manifest N+1 => N is the latest" only for this long after they last saw N
+# as the latest; a clean-up window shorter than this could remove N+1 under them, so none is accepted.
+REVALIDATE_AFTER = timedelta(minutes=2)
 # Every CHECK_EVERY-th manifest version: compact when there are more than FRAGMENT_THRESHOLD fragments (each
 # read and each merge-insert scans every fragment: ~2 requests per fragment). Every CLEANUP_EVERY-th version:
 # remove versions older than DEFAULT_KEEP (``checkout_latest`` lists ``_versions/``, so its cost grows with them).
@@ -110,6 +113,11 @@ def run(
 ) -> dict[str, Any]:
     """Compact (when the table has at least ``min_fragments`` fragments) and clean up versions older than
     ``keep`` on ``dataset`` (checked out at the latest version first); returns what was done."""
+    if cleanup and keep < REVALIDATE_AFTER:
+        raise ValueError(
+            f"The clean-up window must be at least {REVALIDATE_AFTER} (readers rely on recent versions staying "
+            "in place)"
+        )
     started = time.perf_counter()
     dataset.checkout_latest()
     result: dict[str, Any] = {"version_before": dataset.version, "compacted": False, "versions_removed": 0}
@@ -167,13 +175,12 @@ def maintain_manifest(
     :param namespace: an ``airflow_provider_lance.namespace.DirectoryNamespace``.
     :param compact: rewrite small fragments into one (when there are at least ``min_fragments``).
     :param cleanup: delete the files of versions older than ``older_than``.
-    :param older_than: the window of versions kept for running readers (default 10 minutes).
+    :param older_than: the window of versions kept for running readers (default 10 minutes, at least
+        ``REVALIDATE_AFTER``).
     :return: a JSON-able dict: ``compacted``, ``fragments_before/after``, ``versions_removed``,
         ``bytes_removed``, ``version_before/after``, ``seconds``, and ``*_skipped`` reasons; ``{"skipped":
         ...}`` when the catalog has no ``__manifest`` yet.
     """
-    if older_than < timedelta(0):
-        raise ValueError("older_than must not be negative")
     dataset = namespace.manifest.latest()
     if dataset is None:
         return {"skipped": "the catalog has no __manifest yet", "compacted": False, "versions_removed": 0}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lance_namespace import InternalError, UnsupportedOperationError
 
+from airflow_provider_lance.namespace import maintenance
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.maintenance import maybe_maintain
 from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
@@ -109,6 +111,7 @@ class ManifestTable:
         self._storage = storage
         self._dataset: lance.LanceDataset | None = None
         self._naming: str | None = None  # manifest naming scheme of __manifest ("V1"/"V2"), None if unknown
+        self._verified_at = float("-inf")  # monotonic time at which the cached version was last the latest
         # All rows of one manifest version (reads filter it in memory); keyed by that version, so a commit
         # by any process (a new latest version) makes the next read load the table again.
         self._snapshot: tuple[int, pa.Table] | None = None
@@ -133,7 +136,9 @@ class ManifestTable:
         catalog has no manifest yet. Refuses catalogs with reader features this engine does not know."""
         if self._dataset is None:
             try:
+                started = time.monotonic()
                 self._dataset = lance.dataset(self.uri, storage_options=self.storage_options or None)
+                self._verified_at = started
             except (ValueError, OSError) as error:
                 if _is_not_found(error):
                     return None
@@ -151,12 +156,19 @@ class ManifestTable:
 
     def _refresh(self, dataset: lance.LanceDataset) -> None:
         """Move ``dataset`` to the latest version. Lance commits version N+1 with an atomic create of its
-        manifest, so "no manifest N+1" means N is the latest: one existence check (a HEAD, whatever the
-        number of versions; the reference checks the same way) instead of ``checkout_latest``, which lists
-        all of ``_versions/``. A newer version, or an unknown naming scheme, checks out as before."""
+        manifest, so "no manifest N+1" means N is the latest: one existence check (one request, whatever
+        the number of versions; the reference checks the same way) instead of ``checkout_latest``, which
+        lists all of ``_versions/``. That holds only while N+1 cannot have been cleaned up already: clean-up
+        removes a version only once its successor is older than the keep window, so the shortcut is taken
+        only when N was verified as the latest less than ``maintenance.REVALIDATE_AFTER`` ago (clean-up
+        refuses windows shorter than that). Otherwise, on a newer version or an unknown naming scheme,
+        ``checkout_latest`` as before."""
+        started = time.monotonic()
         following = _manifest_key(dataset.version + 1, self._naming) if self._naming else None
-        if following is None or self._storage.file_exists(following):
+        recent = started - self._verified_at < maintenance.REVALIDATE_AFTER.total_seconds()
+        if following is None or not recent or self._storage.file_exists(following):
             dataset.checkout_latest()
+        self._verified_at = started
 
     def _detect_naming(self, version: int) -> str | None:
         for naming in ("V2", "V1"):

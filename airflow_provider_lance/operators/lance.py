@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+import urllib.parse
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, BaseOperator
@@ -37,6 +40,33 @@ def run_key_from_context(context: Context) -> str:
     if map_index is None:
         map_index = -1
     return f"{ti.dag_id}/{ti.run_id}/{ti.task_id}/{map_index}"
+
+
+def catalog_uri(root: str) -> str:
+    """
+    Return the namespace root as a URI without credentials (user info, query and fragment dropped).
+
+    A plain local path becomes a ``file://`` URI; the trailing slash is removed.
+    """
+    parsed = urllib.parse.urlsplit(str(root))
+    if len(parsed.scheme) <= 1:  # no scheme, or a Windows drive letter
+        return Path(os.path.abspath(str(root))).as_uri().rstrip("/")
+    netloc = parsed.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path.rstrip("/"), "", ""))
+
+
+def openlineage_location(location: str) -> tuple[str, str]:
+    """
+    Split a table location into an OpenLineage dataset ``(namespace, name)``.
+
+    Local files: ``("file", "/abs/path")``; object stores: ``("s3://bucket", "prefix/table")``.
+    """
+    uri = catalog_uri(location)
+    parsed = urllib.parse.urlsplit(uri)
+    path = urllib.parse.unquote(parsed.path)
+    if parsed.scheme == "file":
+        return ("file://" + parsed.netloc if parsed.netloc else "file"), path
+    return f"{parsed.scheme}://{parsed.netloc}", path.lstrip("/")
 
 
 class _LanceBaseOperator(BaseOperator):
@@ -90,45 +120,75 @@ class _LanceBaseOperator(BaseOperator):
                 "table_id": versions[0]["table_id"],
             }
 
+    def _table_location(self, table: list[str]) -> str | None:
+        try:
+            return self.hook.describe_table(table).location
+        except Exception:  # lineage is best effort: fall back to the table's asset identity
+            return None
+
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """Report the touched tables to OpenLineage (None when OpenLineage is not installed)."""
+        """
+        Report the tables this task created, dropped or committed to as OpenLineage output datasets.
+
+        A dataset is named after the table's storage location (namespace ``file`` or ``s3://bucket``,
+        name the path) and carries the facets ``storage`` (layer ``lance``), ``catalog`` (the namespace
+        root, without credentials), ``symlinks`` (the logical ``ns.table`` name in that catalog),
+        ``lifecycleStateChange`` (CREATE, DROP or OVERWRITE) and ``version`` (committed version).
+
+        :return: an ``OperatorLineage``, or None when OpenLineage is not installed or nothing was touched.
+        """
         if not self._lineage:
             return None
         try:
             from airflow.providers.common.compat.openlineage.facet import (
                 Dataset,
-                DatasetVersionDatasetFacet,
+                Identifier,
                 LifecycleStateChange,
                 LifecycleStateChangeDatasetFacet,
-                StorageDatasetFacet,
                 SymlinksDatasetFacet,
             )
-            from airflow.providers.common.compat.openlineage.facet import Identifier as SymlinkIdentifier
             from airflow.providers.openlineage.extractors import OperatorLineage
+            from openlineage.client.generated.dataset_version_dataset import DatasetVersionDatasetFacet
+            from openlineage.client.generated.storage_dataset import StorageDatasetFacet
         except ImportError:
             return None
-        if Dataset is None or OperatorLineage is None:  # pragma: no cover - compat shims
-            return None
+        try:
+            from openlineage.client.generated.catalog_dataset import CatalogDatasetFacet
+        except ImportError:  # pragma: no cover - older openlineage-python without the catalog facet
+            CatalogDatasetFacet = None
 
-        from airflow_provider_lance.assets.lance import lance_asset_uri
+        from airflow_provider_lance.assets.lance import convert_asset_to_openlineage, create_asset
 
-        root = self._root() or ""
+        root = self._root()
+        catalog = self.hook.redact(catalog_uri(root)) if root else None
         outputs = []
         for table, location, version in self._lineage:
-            name = location or lance_asset_uri(root, table)
-            facets: dict[str, Any] = {
-                "storage": StorageDatasetFacet(storageLayer="lance", fileFormat="lance"),
-                "symlinks": SymlinksDatasetFacet(
-                    identifiers=[SymlinkIdentifier(namespace=f"lance://{root}", name=".".join(table), type="TABLE")]
-                ),
-            }
+            location = location or self._table_location(table)
+            if location:
+                ol_namespace, ol_name = openlineage_location(self.hook.redact(location))
+            else:
+                fallback = convert_asset_to_openlineage(create_asset(root=root or "", table_id=table), None)
+                ol_namespace, ol_name = fallback.namespace, fallback.name
+            facets: dict[str, Any] = {"storage": StorageDatasetFacet(storageLayer="lance", fileFormat="lance")}
+            if catalog:
+                facets["symlinks"] = SymlinksDatasetFacet(
+                    identifiers=[Identifier(namespace=catalog, name=".".join(table), type="TABLE")]
+                )
+                if CatalogDatasetFacet is not None:
+                    facets["catalog"] = CatalogDatasetFacet(
+                        framework="lance",
+                        type="lance_namespace",
+                        name=catalog,
+                        metadataUri=catalog,
+                        warehouseUri=catalog,
+                    )
             if version is not None:
                 facets["version"] = DatasetVersionDatasetFacet(datasetVersion=str(version))
             if self._lifecycle:
                 facets["lifecycleStateChange"] = LifecycleStateChangeDatasetFacet(
                     lifecycleStateChange=getattr(LifecycleStateChange, self._lifecycle)
                 )
-            outputs.append(Dataset(namespace="lance", name=name, facets=facets))
+            outputs.append(Dataset(namespace=ol_namespace, name=ol_name, facets=facets))
         return OperatorLineage(outputs=outputs)
 
 
@@ -325,7 +385,46 @@ class LanceRegisterTableOperator(_LanceBaseOperator):
         return {"table_id": ident, "location": location, "created": created}
 
 
-class LanceDeregisterTableOperator(_LanceBaseOperator):
+class _LanceRemoveTableOperator(_LanceBaseOperator):
+    """
+    Shared logic of the operators that remove a table from the namespace.
+
+    Subclasses name the hook method (``_hook_method``), the verb of their messages (``_verb``) and
+    the result key saying whether something was removed (``_result_key``).
+    """
+
+    _hook_method: ClassVar[str]
+    _verb: ClassVar[str]
+    _result_key: ClassVar[str]
+
+    template_fields: Sequence[str] = ("table_id", "lance_conn_id")
+
+    def __init__(self, *, table_id: str | list[str], ignore_if_missing: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.table_id = table_id
+        self.ignore_if_missing = ignore_if_missing
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        import lance_namespace as ln
+
+        ident = parse_identifier(self.table_id)
+        name = format_identifier(ident)
+        try:
+            response = getattr(self.hook, self._hook_method)(ident)
+        except (ln.TableNotFoundError, ln.NamespaceNotFoundError) as err:
+            if not self.ignore_if_missing:
+                raise self._fail(f"Table {name} does not exist", err) from None
+            self.log.info("Table %s does not exist: nothing to %s", name, self._verb)
+            return {"table_id": ident, "location": None, self._result_key: False}
+        except ln.LanceNamespaceError as err:
+            raise self._fail(f"Cannot {self._verb} table {name}", err) from None
+        self.log.info("%s table %s", self._result_key.capitalize(), name)
+        self._lineage = [(ident, response.location, None)]
+        self._lifecycle = "DROP"
+        return {"table_id": ident, "location": response.location, self._result_key: True}
+
+
+class LanceDeregisterTableOperator(_LanceRemoveTableOperator):
     """
     Deregister a table: remove it from the namespace and keep its data.
 
@@ -334,34 +433,12 @@ class LanceDeregisterTableOperator(_LanceBaseOperator):
     :param lance_conn_id: Connection id of the namespace. (templated)
     """
 
-    template_fields: Sequence[str] = ("table_id", "lance_conn_id")
-
-    def __init__(self, *, table_id: str | list[str], ignore_if_missing: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.table_id = table_id
-        self.ignore_if_missing = ignore_if_missing
-
-    def execute(self, context: Context) -> dict[str, Any]:
-        import lance_namespace as ln
-
-        ident = parse_identifier(self.table_id)
-        name = format_identifier(ident)
-        try:
-            response = self.hook.deregister_table(ident)
-        except (ln.TableNotFoundError, ln.NamespaceNotFoundError) as err:
-            if not self.ignore_if_missing:
-                raise self._fail(f"Table {name} does not exist", err) from None
-            self.log.info("Table %s does not exist: nothing to deregister", name)
-            return {"table_id": ident, "location": None, "deregistered": False}
-        except ln.LanceNamespaceError as err:
-            raise self._fail(f"Cannot deregister table {name}", err) from None
-        self.log.info("Deregistered table %s", name)
-        self._lineage = [(ident, response.location, None)]
-        self._lifecycle = "DROP"
-        return {"table_id": ident, "location": response.location, "deregistered": True}
+    _hook_method = "deregister_table"
+    _verb = "deregister"
+    _result_key = "deregistered"
 
 
-class LanceDropTableOperator(_LanceBaseOperator):
+class LanceDropTableOperator(_LanceRemoveTableOperator):
     """
     Drop a table and delete its data.
 
@@ -370,31 +447,9 @@ class LanceDropTableOperator(_LanceBaseOperator):
     :param lance_conn_id: Connection id of the namespace. (templated)
     """
 
-    template_fields: Sequence[str] = ("table_id", "lance_conn_id")
-
-    def __init__(self, *, table_id: str | list[str], ignore_if_missing: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.table_id = table_id
-        self.ignore_if_missing = ignore_if_missing
-
-    def execute(self, context: Context) -> dict[str, Any]:
-        import lance_namespace as ln
-
-        ident = parse_identifier(self.table_id)
-        name = format_identifier(ident)
-        try:
-            response = self.hook.drop_table(ident)
-        except (ln.TableNotFoundError, ln.NamespaceNotFoundError) as err:
-            if not self.ignore_if_missing:
-                raise self._fail(f"Table {name} does not exist", err) from None
-            self.log.info("Table %s does not exist: nothing to drop", name)
-            return {"table_id": ident, "location": None, "dropped": False}
-        except ln.LanceNamespaceError as err:
-            raise self._fail(f"Cannot drop table {name}", err) from None
-        self.log.info("Dropped table %s", name)
-        self._lineage = [(ident, response.location, None)]
-        self._lifecycle = "DROP"
-        return {"table_id": ident, "location": response.location, "dropped": True}
+    _hook_method = "drop_table"
+    _verb = "drop"
+    _result_key = "dropped"
 
 
 # ---------------------------------------------------------------------------- versions
@@ -754,3 +809,63 @@ class LanceBatchDeleteTableVersionsOperator(_LanceBaseOperator):
             raise self._fail(f"Cannot delete versions of table {name}", err) from None
         self.log.info("Deleted %s version(s) of table %s", deleted_count, name)
         return {"table_id": ident, "deleted_count": deleted_count, "ranges": ranges}
+
+
+# ---------------------------------------------------------------------------- maintenance
+
+
+class LanceMaintainManifestOperator(_LanceBaseOperator):
+    """
+    Compact the namespace's ``__manifest`` table and clean up its old versions.
+
+    For scheduled maintenance of a busy catalog (the engine also maintains ``__manifest`` after
+    commits). Safe while other processes read and write; versions younger than ``older_than``
+    stay for running readers, and the latest version is never removed. Needs the provider's own
+    engine (an empty ``impl`` extra); other implementations fail with a clear error.
+
+    :param compact: Rewrite small fragments into one.
+    :param cleanup: Delete the files of versions older than ``older_than``.
+    :param older_than: Window of versions kept for running readers: a timedelta or a number of
+        seconds (engine default, 10 minutes, when None). (templated)
+    :param min_fragments: Compact only from this many fragments on. (templated)
+    :param lance_conn_id: Connection id of the namespace. (templated)
+    :return: the engine's report (``compacted``, ``fragments_before``/``fragments_after``,
+        ``versions_removed``, ``bytes_removed``, ``version_before``/``version_after``, ``seconds``).
+    """
+
+    template_fields: Sequence[str] = ("older_than", "min_fragments", "lance_conn_id")
+
+    def __init__(
+        self,
+        *,
+        compact: bool = True,
+        cleanup: bool = True,
+        older_than: timedelta | float | str | None = None,
+        min_fragments: int | str = 2,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not (compact or cleanup):
+            raise ValueError("Nothing to do: enable compact and/or cleanup")
+        self.compact = compact
+        self.cleanup = cleanup
+        self.older_than = older_than
+        self.min_fragments = min_fragments
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "compact": self.compact,
+            "cleanup": self.cleanup,
+            "min_fragments": int(self.min_fragments),
+        }
+        seconds = _to_seconds(self.older_than)
+        if seconds is not None:
+            if seconds < 0:
+                raise AirflowFailException("older_than must not be negative")
+            kwargs["older_than"] = timedelta(seconds=seconds)
+        try:
+            result = self.hook.maintain_manifest(**kwargs)
+        except ValueError as err:  # arguments the engine refuses (e.g. a window too short for readers)
+            raise AirflowFailException(f"Invalid __manifest maintenance arguments: {err}") from None
+        self.log.info("__manifest maintenance: %s", result)
+        return json.loads(json.dumps(result, default=str))

@@ -38,7 +38,9 @@ def airflow_env(tmp_path: Path) -> dict[str, str]:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "example_dags"),
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW_CONN_LANCE_DEFAULT": json.dumps({"conn_type": "lance", "host": str(root)}),
+        "AIRFLOW_CONN_LANCE_DEFAULT": json.dumps(
+            {"conn_type": "lance", "host": str(root), "extra": {"table_version_management": "true"}}
+        ),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "LANCE_DEMO_ROOT": str(root),
         "LANCE_DEMO_WORK": str(work),
@@ -89,7 +91,10 @@ def test_example_dag_end_to_end(airflow_env: dict[str, str]) -> None:
     assert entries_file.stem == re.sub(r"[:+]", "", run_id)
     rerun = airflow(airflow_env, "tasks", "test", "lance_spark_batch_commit", "commit_versions", run_id)
     output = rerun.stdout + rerun.stderr
-    # Either the operator recognises its run key, or the engine accepts the identical entry idempotently;
-    # in both cases no second version appears.
+    # The catalog manages table versions, so the operator finds its run key on the committed versions.
+    assert "All 3 versions were already committed by this task" in output, output[-6000:]
     assert "Committed version 2" not in output, output[-6000:]
     check_tables(root, version=1)
+    # One atomic commit: every table's version row is in __manifest.
+    rows = lance.dataset(f"{root}/__manifest").to_table(filter="object_type = 'table_version'").to_pylist()
+    assert sorted(row["object_id"] for row in rows) == sorted(f"{t.replace('.', '$')}$1" for t in EXPECTED)

@@ -106,6 +106,11 @@ class TestConfig:
         from airflow_provider_lance.get_provider_info import get_provider_info
 
         info = get_provider_info()
+        # one definition for both Airflow < 3.2 (hook classmethod) and >= 3.2 (provider info)
+        ui = info["connection-types"][0]["ui-field-behaviour"]
+        assert behaviour == {key.replace("-", "_"): value for key, value in ui.items()}
+        behaviour["hidden_fields"].append("mutated")
+        assert "mutated" not in LanceHook.get_ui_field_behaviour()["hidden_fields"]
         assert info["package-name"] == "airflow-provider-lance"
         (conn_type,) = info["connection-types"]
         assert conn_type["connection-type"] == LanceHook.conn_type == "lance"
@@ -170,6 +175,33 @@ class TestOperations:
         for i in range(5):
             hook.declare_table(["ns", f"t{i}"])
         assert hook.list_tables("ns", limit=2) == [f"t{i}" for i in range(5)]
+
+    def test_list_namespaces_follows_pages(self, hook):
+        for i in range(5):
+            hook.create_namespace(f"n{i}")
+        assert hook.list_namespaces(limit=2) == [f"n{i}" for i in range(5)]
+
+    def test_every_list_follows_page_tokens(self, hook, monkeypatch):
+        pages = {None: {"items": [1, 2], "page_token": "p2"}, "p2": {"items": [3], "page_token": None}}
+        calls = []
+
+        def fake_call(operation, request):
+            calls.append((operation, request.page_token))
+            page = pages[request.page_token]
+            field = {"list_namespaces": "namespaces", "list_tables": "tables"}.get(operation, "versions")
+            if field == "versions":
+                items = [{"version": i, "manifest_path": f"m{i}"} for i in page["items"]]
+            else:
+                items = [f"x{i}" for i in page["items"]]
+            return {field: items, "page_token": page["page_token"]}
+
+        monkeypatch.setattr(hook, "_call", fake_call)
+        assert hook.list_namespaces() == ["x1", "x2", "x3"]
+        assert hook.list_tables("ns") == ["x1", "x2", "x3"]
+        assert [v.version for v in hook.list_table_versions("t")] == [1, 2, 3]
+        assert calls == [
+            (op, token) for op in ("list_namespaces", "list_tables", "list_table_versions") for token in (None, "p2")
+        ]
 
     def test_versions(self, hook):
         hook.create_namespace("ns")

@@ -25,6 +25,13 @@ def no_auto_maintenance(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(maintenance, "CLEANUP_EVERY", 0)
 
 
+@pytest.fixture
+def short_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Allow clean-up windows of (under) a second: readers in this process then always list the versions
+    instead of trusting "no manifest N+1" (what makes short windows unsafe, see ``REVALIDATE_AFTER``)."""
+    monkeypatch.setattr(maintenance, "REVALIDATE_AFTER", timedelta(0))
+
+
 def _catalog(root: Path, tables: int) -> DirectoryNamespace:
     ns = DirectoryNamespace(root=str(root))
     ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"], properties={"owner": "data"}))
@@ -64,7 +71,9 @@ def test_compaction_keeps_all_rows_and_reduces_fragments(tmp_path: Path, no_auto
     assert dataset.schema.field("object_id").metadata == {b"lance-schema:unenforced-primary-key:position": b"0"}
 
 
-def test_cleanup_keeps_the_latest_version_and_the_window(tmp_path: Path, no_auto_maintenance: None) -> None:
+def test_cleanup_keeps_the_latest_version_and_the_window(
+    tmp_path: Path, no_auto_maintenance: None, short_windows: None
+) -> None:
     ns = _catalog(tmp_path, 5)
     versions_dir = tmp_path / "__manifest" / "_versions"
     count = len(list(versions_dir.glob("*.manifest")))
@@ -85,7 +94,9 @@ def test_empty_catalog_is_skipped(tmp_path: Path) -> None:
     assert not (tmp_path / "__manifest").exists()  # a read never creates the manifest
 
 
-def test_automatic_maintenance_bounds_fragments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_automatic_maintenance_bounds_fragments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short_windows: None
+) -> None:
     monkeypatch.setattr(maintenance, "CHECK_EVERY", 4)
     monkeypatch.setattr(maintenance, "FRAGMENT_THRESHOLD", 3)
     monkeypatch.setattr(maintenance, "CLEANUP_EVERY", 8)
@@ -96,7 +107,9 @@ def test_automatic_maintenance_bounds_fragments(tmp_path: Path, monkeypatch: pyt
     assert len(ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables) == 29
 
 
-def test_concurrent_readers_and_writers_during_maintenance(tmp_path: Path, no_auto_maintenance: None) -> None:
+def test_concurrent_readers_and_writers_during_maintenance(
+    tmp_path: Path, no_auto_maintenance: None, short_windows: None
+) -> None:
     ns = _catalog(tmp_path, 20)
     errors: list[BaseException] = []
     declared: list[str] = []
@@ -149,7 +162,9 @@ def test_concurrent_readers_and_writers_during_maintenance(tmp_path: Path, no_au
     assert len(rows) == len(set(rows))  # and none duplicated
 
 
-def test_reference_reads_the_catalog_after_maintenance(tmp_path: Path, no_auto_maintenance: None) -> None:
+def test_reference_reads_the_catalog_after_maintenance(
+    tmp_path: Path, no_auto_maintenance: None, short_windows: None
+) -> None:
     ns = _catalog(tmp_path, 10)
     maintain_manifest(ns, older_than=timedelta(0))
     assert _fragments(tmp_path) == 1
@@ -161,3 +176,41 @@ def test_reference_reads_the_catalog_after_maintenance(tmp_path: Path, no_auto_m
     # and it can still write to it (no table_version rows, so no writer flag)
     reference.declare_table(ln.DeclareTableRequest(id=["prod", "by_reference"]))
     assert "by_reference" in ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables
+
+
+def test_cached_reads_see_other_processes_at_once(tmp_path: Path, no_auto_maintenance: None) -> None:
+    """The per-version row cache and the next-manifest freshness check never serve a stale answer: a
+    write by another process (declare, compaction, clean-up, drop) is visible to the very next call."""
+    ns = _catalog(tmp_path, 3)
+    assert ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables == ["t1", "t2"]  # rows now cached
+    script = (
+        "import sys, lance_namespace as ln\n"
+        "from airflow_provider_lance.namespace import DirectoryNamespace\n"
+        "from airflow_provider_lance.namespace.maintenance import maintain_manifest\n"
+        "ns = DirectoryNamespace(root=sys.argv[1])\n"
+        "if sys.argv[2] == 'declare': ns.declare_table(ln.DeclareTableRequest(id=['prod', 'other']))\n"
+        "elif sys.argv[2] == 'maintain': maintain_manifest(ns)\n"
+        "else: ns.drop_table(ln.DropTableRequest(id=['prod', 't1']))\n"
+    )
+    import subprocess
+    import sys
+
+    def other_process(action: str) -> None:
+        subprocess.run([sys.executable, "-c", script, str(tmp_path), action], check=True, timeout=120)
+
+    other_process("declare")
+    assert ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables == ["other", "t1", "t2"]
+    ns.table_exists(ln.TableExistsRequest(id=["prod", "other"]))
+    other_process("maintain")
+    assert ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables == ["other", "t1", "t2"]
+    other_process("drop")
+    with pytest.raises(ln.TableNotFoundError):
+        ns.table_exists(ln.TableExistsRequest(id=["prod", "t1"]))
+    assert ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables == ["other", "t2"]
+
+
+def test_cleanup_refuses_a_window_shorter_than_readers_trust(tmp_path: Path) -> None:
+    ns = _catalog(tmp_path, 2)
+    with pytest.raises(ValueError, match="at least"):
+        maintain_manifest(ns, older_than=maintenance.REVALIDATE_AFTER - timedelta(seconds=1))
+    assert maintain_manifest(ns, cleanup=False, older_than=timedelta(0))["compacted"] is True

@@ -1,0 +1,91 @@
+"""``LanceMaintainManifestOperator`` and ``LanceHook.maintain_manifest`` on real local namespaces."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import lance
+import pytest
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
+
+from airflow_provider_lance.hooks.lance import LanceHook
+from airflow_provider_lance.operators.lance import LanceMaintainManifestOperator
+from tests.operators.test_lance_operators import make_context
+
+
+@pytest.fixture
+def busy_catalog(set_conn, engine_impl, lance_root, monkeypatch):
+    """Our engine's catalog after many small writes, with automatic maintenance off so fragments pile up."""
+    from airflow_provider_lance.namespace import maintenance
+
+    monkeypatch.setattr(maintenance, "CHECK_EVERY", 0)
+    monkeypatch.setattr(maintenance, "CLEANUP_EVERY", 0)
+    set_conn(engine_impl)
+    hook = LanceHook()
+    hook.create_namespace("prod")
+    for i in range(12):
+        hook.declare_table(f"prod.t{i}", properties={"i": str(i)})
+    hook.drop_table("prod.t0")  # a deletion for compaction to materialise
+    return hook
+
+
+def _manifest(lance_root) -> lance.LanceDataset:
+    return lance.dataset(str(lance_root / "__manifest"))
+
+
+def _rows(lance_root) -> list[dict]:
+    return sorted(_manifest(lance_root).to_table().to_pylist(), key=lambda row: row["object_id"])
+
+
+def test_compacts_and_keeps_every_row(busy_catalog, lance_root):
+    rows, fragments = _rows(lance_root), len(_manifest(lance_root).get_fragments())
+    assert fragments > 10
+
+    result = LanceMaintainManifestOperator(task_id="maintain").execute(make_context())
+
+    json.dumps(result)
+    assert result["compacted"] is True
+    assert result["fragments_before"] == fragments
+    assert result["fragments_after"] == len(_manifest(lance_root).get_fragments()) < fragments
+    assert result["versions_removed"] == 0  # every version is inside the default 10-minute window
+    assert _rows(lance_root) == rows
+    assert sorted(busy_catalog.list_tables("prod")) == sorted(f"t{i}" for i in range(1, 12))
+    assert busy_catalog.describe_table("prod.t5").properties == {"i": "5"}
+    busy_catalog.declare_table("prod.after")  # the catalog stays writable
+    assert busy_catalog.table_exists("prod.after")
+
+
+def test_compaction_only_and_templated_arguments(busy_catalog, lance_root):
+    op = LanceMaintainManifestOperator(task_id="m", cleanup=False, min_fragments="1000")
+    assert {"older_than", "min_fragments", "lance_conn_id"} <= set(op.template_fields)
+    result = op.execute(make_context())
+    assert result["compacted"] is False  # fewer fragments than asked for
+    assert "bytes_removed" not in result
+    result = LanceMaintainManifestOperator(task_id="m", cleanup=False, older_than=0).execute(make_context())
+    assert result["compacted"] is True
+
+
+def test_window_too_short_fails_without_retry(busy_catalog):
+    with pytest.raises(AirflowFailException, match="Invalid __manifest maintenance arguments"):
+        LanceMaintainManifestOperator(task_id="m", older_than=timedelta(seconds=1)).execute(make_context())
+    with pytest.raises(AirflowFailException, match="must not be negative"):
+        LanceMaintainManifestOperator(task_id="m", older_than=-5).execute(make_context())
+
+
+def test_nothing_to_do_is_refused():
+    with pytest.raises(ValueError, match="Nothing to do"):
+        LanceMaintainManifestOperator(task_id="m", compact=False, cleanup=False)
+
+
+def test_other_implementations_get_a_clear_error(set_conn):
+    set_conn("dir")
+    with pytest.raises(AirflowException, match=r"__manifest maintenance needs the provider's engine"):
+        LanceMaintainManifestOperator(task_id="m").execute(make_context())
+
+
+def test_empty_catalog_is_skipped(set_conn, engine_impl):
+    set_conn(engine_impl)
+    result = LanceHook().maintain_manifest()
+    assert result["compacted"] is False
+    assert "skipped" in result

@@ -1,0 +1,148 @@
+"""OpenLineage facets of the operators, on real local namespaces."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from airflow_provider_lance.hooks.lance import LanceHook
+from airflow_provider_lance.operators.lance import (
+    LanceBatchCreateTableVersionsOperator,
+    LanceDeclareTableOperator,
+    LanceDeregisterTableOperator,
+    LanceDropTableOperator,
+    catalog_uri,
+    openlineage_location,
+)
+from tests.airflow_helpers import skip_if_unsupported, stage_append, write_table
+from tests.operators.test_lance_operators import make_context
+
+pytest.importorskip("airflow.providers.openlineage")
+
+
+def _facets(lineage) -> dict[str, dict]:
+    """``{table path: {facet name: facet}}`` of the lineage's outputs."""
+    return {dataset.name: dataset.facets for dataset in lineage.outputs}
+
+
+def _check_common(dataset, lance_root, table: str) -> None:
+    from openlineage.client.serde import Serde
+
+    root_uri = lance_root.as_uri()
+    assert dataset.namespace == "file"
+    assert dataset.name.startswith(str(lance_root) + "/")
+    facets = dataset.facets
+    assert facets["storage"].storageLayer == "lance"
+    assert facets["storage"].fileFormat == "lance"
+    (symlink,) = facets["symlinks"].identifiers
+    assert (symlink.namespace, symlink.name, symlink.type) == (root_uri, table, "TABLE")
+    catalog = facets["catalog"]
+    assert (catalog.framework, catalog.type) == ("lance", "lance_namespace")
+    assert catalog.name == catalog.metadataUri == catalog.warehouseUri == root_uri
+    assert Serde.to_json(dataset)  # the facets serialise as OpenLineage events need
+
+
+def test_declare_reports_create(hook, lance_root):
+    hook.create_namespace("ns")
+    op = LanceDeclareTableOperator(task_id="d", table_id="ns.t")
+    result = op.execute(make_context())
+    (dataset,) = op.get_openlineage_facets_on_complete(None).outputs
+    _check_common(dataset, lance_root, "ns.t")
+    assert dataset.name == openlineage_location(result["location"])[1]
+    assert dataset.facets["lifecycleStateChange"].lifecycleStateChange.value == "CREATE"
+    assert "version" not in dataset.facets
+
+    again = LanceDeclareTableOperator(task_id="d", table_id="ns.t")
+    again.execute(make_context())
+    (dataset,) = again.get_openlineage_facets_on_complete(None).outputs
+    assert "lifecycleStateChange" not in dataset.facets  # the table already existed: nothing changed
+
+
+@pytest.mark.parametrize("op_class", [LanceDropTableOperator, LanceDeregisterTableOperator])
+def test_drop_and_deregister_report_drop(hook, lance_root, op_class):
+    hook.create_namespace("ns")
+    write_table(hook.namespace, ["ns", "t"])
+    location = hook.describe_table("ns.t").location
+    op = op_class(task_id="x", table_id="ns.t")
+    op.execute(make_context())
+    (dataset,) = op.get_openlineage_facets_on_complete(None).outputs
+    _check_common(dataset, lance_root, "ns.t")
+    assert (dataset.namespace, dataset.name) == openlineage_location(location)
+    assert dataset.facets["lifecycleStateChange"].lifecycleStateChange.value == "DROP"
+
+    missing = op_class(task_id="x", table_id="ns.t", ignore_if_missing=True)
+    missing.execute(make_context())
+    assert missing.get_openlineage_facets_on_complete(None) is None  # nothing was touched
+
+
+def test_batch_create_reports_overwrite_and_versions(set_conn, engine_impl, lance_root):
+    set_conn(engine_impl, extra={"table_version_management": "true"})
+    hook = LanceHook()
+    hook.create_namespace("ns")
+    write_table(hook.namespace, ["ns", "a"])
+    write_table(hook.namespace, ["ns", "b"])
+    write_table(hook.namespace, ["ns", "b"], mode="append")
+    entries = [stage_append(hook.namespace, ["ns", "a"]), stage_append(hook.namespace, ["ns", "b"])]
+    op = LanceBatchCreateTableVersionsOperator(task_id="batch", entries=entries)
+    skip_if_unsupported(op.execute, make_context("batch"))
+    lineage = op.get_openlineage_facets_on_complete(None)
+    assert len(lineage.outputs) == 2
+    by_table = {dataset.facets["symlinks"].identifiers[0].name: dataset for dataset in lineage.outputs}
+    assert set(by_table) == {"ns.a", "ns.b"}
+    for table, version in (("ns.a", "2"), ("ns.b", "3")):
+        dataset = by_table[table]
+        _check_common(dataset, lance_root, table)
+        assert dataset.name == openlineage_location(hook.describe_table(table).location)[1]
+        assert dataset.facets["version"].datasetVersion == version
+        assert dataset.facets["lifecycleStateChange"].lifecycleStateChange.value == "OVERWRITE"
+
+
+def test_openlineage_is_optional(hook, monkeypatch):
+    op = LanceDeclareTableOperator(task_id="d", table_id="t")
+    op.execute(make_context())
+    assert op.get_openlineage_facets_on_complete(None) is not None
+    monkeypatch.setitem(sys.modules, "airflow.providers.openlineage.extractors", None)  # import raises ImportError
+    assert op.get_openlineage_facets_on_complete(None) is None
+
+
+def test_nothing_touched_reports_nothing():
+    assert LanceDropTableOperator(task_id="x", table_id="t").get_openlineage_facets_on_complete(None) is None
+
+
+@pytest.mark.parametrize(
+    ("root", "expected"),
+    [
+        ("s3://AKIA:s3cr3t@bucket/warehouse/", "s3://bucket/warehouse"),
+        ("az://container/wh?sig=s3cr3t#frag", "az://container/wh"),
+        ("gs://bucket", "gs://bucket"),
+        ("/data/lance/", "file:///data/lance"),
+        ("file:///data/lance", "file:///data/lance"),
+    ],
+)
+def test_catalog_uri_has_no_credentials(root, expected):
+    assert catalog_uri(root) == expected
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("file:///data/lance/ab12_ns$t", ("file", "/data/lance/ab12_ns$t")),
+        ("/data/lance/t.lance", ("file", "/data/lance/t.lance")),
+        ("s3://key:secret@bucket/wh/t.lance", ("s3://bucket", "wh/t.lance")),
+    ],
+)
+def test_openlineage_location(location, expected):
+    assert openlineage_location(location) == expected
+
+
+def test_secrets_in_the_root_do_not_reach_lineage(set_conn, lance_root, impl):
+    set_conn(impl, root=str(lance_root), password="very-s3cret-value")
+    hook = LanceHook()
+    hook.create_namespace("ns")
+    op = LanceDeclareTableOperator(task_id="d", table_id="ns.t")
+    op.execute(make_context())
+    from openlineage.client.serde import Serde
+
+    text = "".join(Serde.to_json(dataset) for dataset in op.get_openlineage_facets_on_complete(None).outputs)
+    assert "very-s3cret-value" not in text
