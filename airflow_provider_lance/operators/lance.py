@@ -285,16 +285,16 @@ class LanceDropNamespaceOperator(_LanceBaseOperator):
 # ---------------------------------------------------------------------------- tables
 
 
-class LanceDeclareTableOperator(_LanceBaseOperator):
+class _LanceAddTableOperator(_LanceBaseOperator):
     """
-    Declare a table: reserve its identifier and location without writing data.
+    Shared logic of the operators that add a table to the namespace (``if_exists`` handling).
 
-    :param table_id: Table identifier, dotted string or list of parts. (templated)
-    :param location: Optional table location. (templated)
-    :param properties: Optional table properties. (templated)
-    :param if_exists: ``ignore`` (default) returns the existing table; ``fail`` fails.
-    :param lance_conn_id: Connection id of the namespace. (templated)
+    Subclasses implement ``_add`` (one hook call, returning the table location) and name the verb
+    of their messages (``_verb``, ``_past``).
     """
+
+    _verb: ClassVar[str]
+    _past: ClassVar[str]
 
     template_fields: Sequence[str] = ("table_id", "location", "properties", "lance_conn_id")
     template_fields_renderers: ClassVar[dict[str, str]] = {"properties": "json"}
@@ -314,28 +314,48 @@ class LanceDeclareTableOperator(_LanceBaseOperator):
         self.properties = properties
         self.if_exists = _check_if_exists(if_exists)
 
+    def _add(self, ident: list[str]) -> str | None:
+        raise NotImplementedError
+
     def execute(self, context: Context) -> dict[str, Any]:
         import lance_namespace as ln
 
         ident = parse_identifier(self.table_id)
         name = format_identifier(ident)
         try:
-            response = self.hook.declare_table(ident, location=self.location, properties=self.properties)
-            location, created = response.location, True
-            self.log.info("Declared table %s at %s", name, location)
+            location, created = self._add(ident), True
+            self.log.info("%s table %s at %s", self._past, name, location)
         except ln.TableAlreadyExistsError as err:
             if self.if_exists == "fail":
                 raise self._fail(f"Table {name} already exists", err) from None
             location, created = self.hook.describe_table(ident).location, False
             self.log.info("Table %s already exists at %s", name, location)
         except ln.LanceNamespaceError as err:
-            raise self._fail(f"Cannot declare table {name}", err) from None
+            raise self._fail(f"Cannot {self._verb} table {name}", err) from None
         self._lineage = [(ident, location, None)]
         self._lifecycle = "CREATE" if created else None
         return {"table_id": ident, "location": location, "created": created}
 
 
-class LanceRegisterTableOperator(_LanceBaseOperator):
+class LanceDeclareTableOperator(_LanceAddTableOperator):
+    """
+    Declare a table: reserve its identifier and location without writing data.
+
+    :param table_id: Table identifier, dotted string or list of parts. (templated)
+    :param location: Optional table location. (templated)
+    :param properties: Optional table properties. (templated)
+    :param if_exists: ``ignore`` (default) returns the existing table; ``fail`` fails.
+    :param lance_conn_id: Connection id of the namespace. (templated)
+    """
+
+    _verb = "declare"
+    _past = "Declared"
+
+    def _add(self, ident: list[str]) -> str | None:
+        return self.hook.declare_table(ident, location=self.location, properties=self.properties).location
+
+
+class LanceRegisterTableOperator(_LanceAddTableOperator):
     """
     Register an existing Lance table directory under an identifier.
 
@@ -346,43 +366,15 @@ class LanceRegisterTableOperator(_LanceBaseOperator):
     :param lance_conn_id: Connection id of the namespace. (templated)
     """
 
-    template_fields: Sequence[str] = ("table_id", "location", "properties", "lance_conn_id")
-    template_fields_renderers: ClassVar[dict[str, str]] = {"properties": "json"}
+    _verb = "register"
+    _past = "Registered"
 
-    def __init__(
-        self,
-        *,
-        table_id: str | list[str],
-        location: str,
-        properties: dict[str, str] | None = None,
-        if_exists: str = "ignore",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.table_id = table_id
-        self.location = location
-        self.properties = properties
-        self.if_exists = _check_if_exists(if_exists)
+    def __init__(self, *, table_id: str | list[str], location: str, **kwargs: Any) -> None:
+        super().__init__(table_id=table_id, location=location, **kwargs)
 
-    def execute(self, context: Context) -> dict[str, Any]:
-        import lance_namespace as ln
-
-        ident = parse_identifier(self.table_id)
-        name = format_identifier(ident)
-        try:
-            response = self.hook.register_table(ident, self.location, properties=self.properties)
-            location, created = response.location or self.location, True
-            self.log.info("Registered table %s at %s", name, location)
-        except ln.TableAlreadyExistsError as err:
-            if self.if_exists == "fail":
-                raise self._fail(f"Table {name} already exists", err) from None
-            location, created = self.hook.describe_table(ident).location, False
-            self.log.info("Table %s already exists at %s", name, location)
-        except ln.LanceNamespaceError as err:
-            raise self._fail(f"Cannot register table {name}", err) from None
-        self._lineage = [(ident, location, None)]
-        self._lifecycle = "CREATE" if created else None
-        return {"table_id": ident, "location": location, "created": created}
+    def _add(self, ident: list[str]) -> str | None:
+        response = self.hook.register_table(ident, self.location, properties=self.properties)
+        return response.location or self.location
 
 
 class _LanceRemoveTableOperator(_LanceBaseOperator):

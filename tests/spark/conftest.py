@@ -7,11 +7,10 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import lance
-import lance.namespace
 import lance_namespace as ln
 import pytest
 
+from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace import staging as st
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -53,23 +52,14 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def namespace(root: Path) -> ln.LanceNamespace:
-    """The reference directory namespace (pylance), until the provider's engine commits batches."""
-    return lance.namespace.DirectoryNamespace(root=str(root))
-
-
-def _commit(namespace: ln.LanceNamespace, entries: list[ln.CreateTableVersionEntry]) -> None:
-    """Commit entries: one batch where implemented; the reference only has create_table_version (dicts)."""
-    try:
-        st.commit_entries(namespace, entries)
-    except ln.UnsupportedOperationError:
-        for entry in entries:
-            namespace.create_table_version(entry.model_dump(exclude_none=True))
+    """The provider's engine with table version management, so a batch commit is atomic."""
+    return DirectoryNamespace(root=str(root), table_version_management="true")
 
 
 @pytest.fixture
 def commit() -> Callable[[ln.LanceNamespace, list[ln.CreateTableVersionEntry]], None]:
-    """Return a function committing staged entries to a namespace."""
-    return _commit
+    """Return a function committing staged entries to a namespace in one BatchCreateTableVersions."""
+    return st.commit_entries
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import lance
 import lance.namespace
 import pytest
 
+from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.staging import latest_version
 from airflow_provider_lance.spark import stage_dataframes
 
@@ -57,8 +58,10 @@ def test_stage_into_s3_root(spark, s3_endpoint: str, commit) -> None:
         "aws_region": "us-east-1",
         "allow_http": "true",
     }
-    namespace = lance.namespace.DirectoryNamespace(
-        root="s3://lake/warehouse", **{f"storage.{k}": v for k, v in options.items()}
+    namespace = DirectoryNamespace(
+        root="s3://lake/warehouse",
+        table_version_management="true",
+        **{f"storage.{k}": v for k, v in options.items()},
     )
     frame = spark.range(0, 500, numPartitions=2).selectExpr("id", "cast(id * 2 as int) as twice")
     (staged,) = stage_dataframes(namespace, {"sales.orders": frame}, storage_options=options)
