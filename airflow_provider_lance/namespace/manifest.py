@@ -11,7 +11,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -265,6 +265,7 @@ class ManifestTable:
         """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists."""
         dataset = self._for_write()
         data = pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
+        before = dataset.version
         try:
             (
                 dataset.merge_insert("object_id")
@@ -279,12 +280,14 @@ class ManifestTable:
             if match:
                 raise DuplicateObjectError(match.group(1)) from None
             raise
-        self._after_write(dataset)
+        self._after_write(dataset, change=(before, lambda table: _concat(table, data)))
 
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
         dataset = self._for_write()
         data = pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
+        before = dataset.version
+        replaced = data["object_id"].combine_chunks()
         try:
             (
                 dataset.merge_insert("object_id")
@@ -296,7 +299,13 @@ class ManifestTable:
         except BaseException:
             self._after_write(dataset, committed=False)
             raise
-        self._after_write(dataset)
+        self._after_write(
+            dataset,
+            change=(
+                before,
+                lambda table: _concat(table.filter(pc.invert(pc.is_in(table["object_id"], replaced))), data),
+            ),
+        )
 
     def delete(self, where: str) -> int:
         """Delete matching rows in one commit; returns how many were deleted."""
@@ -315,22 +324,40 @@ class ManifestTable:
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
         dataset = self._for_write()
+        before = dataset.version
         try:
             dataset.update_metadata(values)
         except BaseException:
             self._after_write(dataset, committed=False)
             raise
-        self._after_write(dataset)
+        self._after_write(dataset, change=(before, lambda table: table))
 
-    def _after_write(self, dataset: lance.LanceDataset, committed: bool = True) -> None:
+    def _after_write(
+        self,
+        dataset: lance.LanceDataset,
+        committed: bool = True,
+        change: tuple[int, Callable[[pa.Table], pa.Table]] | None = None,
+    ) -> None:
         """The one place every ``__manifest`` write passes. A commit leaves the dataset at the version it
         created (at least as new as the operation's check-out, so the operation's later reads may use it);
         a failed write makes the next read check out again (it must see the winning writer's rows).
+        ``change`` = (version written on, how the commit changed the rows): when the commit is exactly the
+        next version after the cached rows (no other writer in between), the cache moves to the new version
+        by applying the change instead of scanning the table again.
         Maintenance (compaction, clean-up of old versions) runs when a commit crosses its threshold."""
         if not committed:
             self._scope.fresh = False
             return
+        if change is not None and self._snapshot is not None:
+            before, apply = change
+            if self._snapshot[0] == before and dataset.version == before + 1:
+                self._snapshot = (dataset.version, apply(self._snapshot[1]))
         maybe_maintain(dataset)
+
+
+def _concat(table: pa.Table, rows: pa.Table) -> pa.Table:
+    """``table`` (cached rows) with ``rows`` (new rows in :data:`SCHEMA`) appended."""
+    return pa.concat_tables([table, rows.select(_COLUMNS).cast(table.schema)])
 
 
 def _manifest_key(version: int, naming: str) -> str:

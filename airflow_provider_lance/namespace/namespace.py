@@ -199,6 +199,14 @@ class DirectoryNamespace(LanceNamespace):
             return None
         return Table(parts, location)
 
+    def _is_v1_location(self, table: Table) -> bool:
+        """Whether the directory listing also sees this table (a root ``<name>.lance`` directory)."""
+        return (
+            self.config.dir_listing_enabled
+            and len(table.parts) == 1
+            and table.location == ids.v1_location(table.parts[0])
+        )
+
     def _find_table(self, parts: list[str], check_parent: bool = True) -> Table:
         """Locate a table: manifest first, then the directory listing (compatibility mode)."""
         table_oid = ids.object_id(parts)
@@ -480,16 +488,24 @@ class DirectoryNamespace(LanceNamespace):
             self._insert(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None))
         except DuplicateObjectError:
             raise TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
+        if self._is_v1_location(Table(parts, location)):
+            self.storage.delete(f"{location}/{DEREGISTERED_MARKER}")
         return RegisterTableResponse(location=self.storage.uri(location), properties=request.properties)
 
     @_operation
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
-        """DeregisterTable: V2 deletes the row and keeps the files; V1 writes ``.lance-deregistered``."""
+        """DeregisterTable: V2 deletes the row and keeps the files; V1 writes ``.lance-deregistered``.
+
+        In compatibility mode a root ``<name>.lance`` table deregistered through its row also gets the marker
+        (after the row is gone), so that the directory listing does not bring it back."""
         parts = ids.validate_identifier(request.id, "table")
         table = self._find_table(parts)
+        marker = f"{table.location}/{DEREGISTERED_MARKER}"
         if table.row is not None:
             self._delete_table_rows(table)
-        elif not self.storage.put_if_not_exists(f"{table.location}/{DEREGISTERED_MARKER}", MARKER_CONTENT):
+            if self._is_v1_location(table):
+                self.storage.put_if_not_exists(marker, MARKER_CONTENT)
+        elif not self.storage.put_if_not_exists(marker, MARKER_CONTENT):
             raise TableNotFoundError(f"Table not found: '{ids.object_id(parts)}' (deregistered concurrently)")
         return DeregisterTableResponse(id=parts, location=self.storage.uri(table.location), properties=table.properties)
 

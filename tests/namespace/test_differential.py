@@ -230,3 +230,19 @@ def test_catalog_written_by_one_is_read_and_written_by_the_other(make_namespace,
     assert do(again, "list_namespaces", id=["team"]).namespaces == ["sub"]
     assert do(again, "list_tables", id=["team", "sub"]).tables == ["x"]
     assert do(again, "list_tables", id=["team"]).tables == ["t"]
+
+
+def test_deregistered_root_table_stays_deregistered_in_compatibility_mode(make_namespace, tmp_path):
+    """Deviation from the reference (which lets the directory listing bring the table back): a root table
+    deregistered through its manifest row also gets ``.lance-deregistered``; registering it again removes it."""
+    ns = make_namespace("ours")
+    lance.write_dataset(pa.table({"id": [1]}), namespace_client=ns, table_id=["t"], mode="create")
+    do(ns, "deregister_table", id=["t"])
+    assert call(ns, "table_exists", id=["t"]) == ("error", 4)
+    assert call(ns, "deregister_table", id=["t"]) == ("error", 4)
+    assert do(ns, "list_tables", id=[]).tables == []
+    reference = make_namespace("reference", tmp_path / "ours")
+    assert do(reference, "list_tables", id=[]).tables == []  # the reference honours the marker too
+    do(ns, "register_table", id=["t"], location="t.lance")
+    assert not (tmp_path / "ours" / "t.lance" / ".lance-deregistered").exists()
+    assert lance.dataset(namespace_client=ns, table_id=["t"]).count_rows() == 1
