@@ -356,8 +356,10 @@ class ManifestTable:
 
 
 def _concat(table: pa.Table, rows: pa.Table) -> pa.Table:
-    """``table`` (cached rows) with ``rows`` (new rows in :data:`SCHEMA`) appended."""
-    return pa.concat_tables([table, rows.select(_COLUMNS).cast(table.schema)])
+    """``table`` (cached rows) with ``rows`` (new rows in :data:`SCHEMA`) appended (in one chunk per 64
+    appends, so that the in-memory filters stay vectorised)."""
+    combined = pa.concat_tables([table, rows.select(_COLUMNS).cast(table.schema)])
+    return combined.combine_chunks() if combined.column(0).num_chunks > 64 else combined
 
 
 def _manifest_key(version: int, naming: str) -> str:
