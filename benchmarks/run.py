@@ -1,7 +1,9 @@
 """``python -m benchmarks``: our engine against the reference (pylance's Rust ``DirectoryNamespace``) in one run.
 
 Writes ``docs/benchmarks.md`` (and the raw numbers to ``benchmarks/results/latest.json``). ``BENCH_QUICK=1``
-runs a small smoke version in about a minute.
+runs a small smoke version in about a minute and writes ``benchmarks/results/quick.{md,json}`` instead.
+``BENCH_ONLY=operations,poke`` runs some sections (JSON only), ``BENCH_SIZES=1000`` picks catalog sizes,
+``BENCH_DIR`` keeps the catalogs in a directory of your choice.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from benchmarks.report import render
 
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
 REPO = Path(__file__).resolve().parent.parent
-DOC = REPO / "docs" / "benchmarks.md"
+# A quick (smoke) run must not overwrite the real numbers: it writes its page next to its JSON.
+DOC = Path(__file__).resolve().parent / "results" / "quick.md" if QUICK else REPO / "docs" / "benchmarks.md"
 RESULTS = Path(__file__).resolve().parent / "results" / ("quick.json" if QUICK else "latest.json")
 
 SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "").split(",") if n] or ([100] if QUICK else [100, 1000, 10000])
