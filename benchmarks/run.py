@@ -2,7 +2,8 @@
 
 Writes ``docs/benchmarks.md`` (and the raw numbers to ``benchmarks/results/latest.json``). ``BENCH_QUICK=1``
 runs a small smoke version in about a minute and writes ``benchmarks/results/quick.{md,json}`` instead.
-``BENCH_ONLY=operations,poke`` runs some sections (JSON only), ``BENCH_SIZES=1000`` picks catalog sizes,
+``BENCH_ONLY=operations,poke`` runs some sections (to ``benchmarks/results/partial.json`` only; the last full
+run's ``latest.json`` and the page stay as they are), ``BENCH_SIZES=1000`` picks catalog sizes,
 ``BENCH_DIR`` keeps the catalogs in a directory of your choice.
 """
 
@@ -35,7 +36,15 @@ QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
 REPO = Path(__file__).resolve().parent.parent
 # A quick (smoke) run must not overwrite the real numbers: it writes its page next to its JSON.
 DOC = Path(__file__).resolve().parent / "results" / "quick.md" if QUICK else REPO / "docs" / "benchmarks.md"
-RESULTS = Path(__file__).resolve().parent / "results" / ("quick.json" if QUICK else "latest.json")
+ONLY = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
+# A partial run (BENCH_ONLY or BENCH_SIZES) must not overwrite the last full run's numbers (docs/benchmarks.md
+# is rendered from latest.json): it writes partial.json and leaves the page alone.
+PARTIAL = bool(ONLY or os.environ.get("BENCH_SIZES"))
+RESULTS = (
+    Path(__file__).resolve().parent
+    / "results"
+    / ("quick.json" if QUICK else "partial.json" if PARTIAL else "latest.json")
+)
 
 SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "").split(",") if n] or ([100] if QUICK else [100, 1000, 10000])
 REPS = 5 if QUICK else 30
@@ -319,16 +328,6 @@ def batch_commits(work: Path, template: Path) -> dict[str, Any]:
         }
     catalog.remove(root)
     return summary
-    summary = {}
-    for k, entry in results.items():
-        summary[k] = {
-            "single_p50": statistics.median(entry["single"]),
-            "singles_total_p50": statistics.median(entry["singles_total"]),
-            "batch_p50": statistics.median(entry["batch"]),
-            "rounds": len(entry["batch"]),
-        }
-    catalog.remove(root)
-    return summary
 
 
 # -- 3. latency after 100 vs 10,000 catalog writes -----------------------------------------------------------------
@@ -385,43 +384,99 @@ def write_scaling(work: Path, make: Callable[..., Engine], checkpoints: list[int
 
 
 # -- 4. storage requests per sensor poke -----------------------------------------------------------------------------
-class CountingFS:
-    """A proxy around an fsspec filesystem counting every method call (each is one request or listing)."""
+STORAGE_REQUESTS = (
+    "exists",
+    "file_exists",
+    "list_dir",
+    "list_names",
+    "read",
+    "info",
+    "write",
+    "put_if_not_exists",
+    "delete",
+    "delete_tree",
+)
 
-    def __init__(self, fs: Any) -> None:
-        self._fs = fs
+
+class CountingStorage:
+    """Counts the calls of our ``Storage`` methods on one namespace (each is one request or one listing;
+    ``file_exists`` is a ``stat`` on local disk, not an fsspec call, so counting fsspec calls would miss it)."""
+
+    def __init__(self, storage: Any) -> None:
+        self.storage = storage
         self.calls: dict[str, int] = {}
 
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._fs, name)
-        if not callable(attribute) or name.startswith("_"):
-            return attribute
+    def __enter__(self) -> CountingStorage:
+        for name in STORAGE_REQUESTS:
+            setattr(self.storage, name, self._counted(name, getattr(self.storage, name)))
+        return self
 
+    def __exit__(self, *exc: object) -> None:
+        for name in STORAGE_REQUESTS:
+            vars(self.storage).pop(name, None)
+
+    def _counted(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] = self.calls.get(name, 0) + 1
-            return attribute(*args, **kwargs)
+            return method(*args, **kwargs)
 
         return counted
 
 
-def _poke(engine: Engine, table: list[str]) -> None:
-    engine.call("table_exists", ln.TableExistsRequest(id=table))
-    engine.call("describe_table_version", ln.DescribeTableVersionRequest(id=table))
+# Each sensor's poke is the one hook call it makes (``LanceTableExistenceSensor`` -> ``check_table_exists`` ->
+# TableExists; ``LanceTableVersionSensor`` -> ``check_table_version`` -> DescribeTableVersion, of the latest
+# version with ``min_version`` / ``newer_than_baseline``, of version N with ``version=N``), made through a real
+# ``LanceHook`` whose namespace is the engine under test. (sensor, case, hook call, table).
+POKE_CASES: list[tuple[str, str, Callable[[Any, list[str]], Any], list[str]]] = [
+    ("LanceTableExistenceSensor", "table exists", lambda hook, t: hook.check_table_exists(t), ["bench", "data"]),
+    (
+        "LanceTableExistenceSensor",
+        "not yet (child namespace)",
+        lambda hook, t: hook.check_table_exists(t),
+        ["bench", "missing"],
+    ),
+    ("LanceTableExistenceSensor", "not yet (root table)", lambda hook, t: hook.check_table_exists(t), ["missing"]),
+    (
+        "LanceTableVersionSensor",
+        "min_version: latest version",
+        lambda hook, t: hook.check_table_version(t, min_version=1),
+        ["bench", "data"],
+    ),
+    (
+        "LanceTableVersionSensor",
+        "min_version: not yet (no table)",
+        lambda hook, t: hook.check_table_version(t, min_version=1),
+        ["bench", "missing"],
+    ),
+    ("LanceTableVersionSensor", "version=1", lambda hook, t: hook.check_table_version(t, version=1), ["bench", "data"]),
+    (
+        "LanceTableVersionSensor",
+        "version=2: not yet",
+        lambda hook, t: hook.check_table_version(t, version=2),
+        ["bench", "data"],
+    ),
+]
 
 
-def _describe_only(engine: Engine, table: list[str]) -> None:
-    engine.call("describe_table_version", ln.DescribeTableVersionRequest(id=table))
+def _hook(engine: Engine) -> Any:
+    """A ``LanceHook`` whose (cached) namespace is ``engine``'s: the sensors' code path, no connection."""
+    from airflow_provider_lance.hooks.lance import LanceHook
+
+    hook = LanceHook()
+    hook.__dict__["namespace"] = engine.namespace
+    return hook
 
 
 def sensor_poke(work: Path) -> dict[str, Any]:
-    """HTTP requests per poke against a request-counting S3 server (moto), both engines; plus our fsspec
-    calls on local disk through :class:`CountingFS`."""
+    """HTTP requests per sensor poke against a request-counting S3 server (moto), both engines; plus our
+    storage requests on local disk through :class:`CountingStorage`. Warm = the hook (and namespace object) of the
+    previous poke (a sensor in poke mode); cold = a new one (reschedule mode: a new process)."""
     import pyarrow as pa
 
     from benchmarks.s3_counter import CountingS3Server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    results: dict[str, Any] = {"s3": {}, "local_fsspec": {}}
+    results: dict[str, Any] = {"s3": {}, "local_storage": {}, "expected": {}}
     table = [catalog.NAMESPACE, "data"]
     with CountingS3Server() as server:
         for size in POKE_SIZES:
@@ -442,30 +497,39 @@ def sensor_poke(work: Path) -> dict[str, Any]:
                 )
                 declared = builder.call("declare_table", ln.DeclareTableRequest(id=table))
                 lance.write_dataset(pa.table({"x": [1]}), declared.location, mode="append", storage_options=options)
-                engine = make(**properties)
+                hook = _hook(make(**properties))
                 counts: dict[str, Any] = {}
-                for label, action in (("poke", _poke), ("describe_table_version only", _describe_only)):
-                    action(engine, table)  # warm: a sensor in poke mode keeps its namespace object
+                for sensor, case, check, table_id in POKE_CASES:
+                    answer = check(hook, table_id)  # the previous poke: warms the hook's namespace
                     with server.counting() as warm:
-                        action(engine, table)
+                        check(hook, table_id)
                     with server.counting() as cold:
-                        action(make(**properties), table)
-                    counts[label] = {"warm": dict(warm), "cold": dict(cold)}
-                results["s3"].setdefault(str(size), {})[engine.name] = counts
-                log(f"  S3 poke at {size} tables, {engine.name}: {counts['poke']}")
-    # our fsspec calls on local disk
+                        check(_hook(make(**properties)), table_id)
+                    counts[f"{sensor}|{case}"] = {"warm": dict(warm), "cold": dict(cold)}
+                    results["expected"][f"{sensor}|{case}"] = repr(answer)
+                results["s3"].setdefault(str(size), {})[make.__name__] = counts
+                log(
+                    f"  S3 pokes at {size} tables, {make.__name__}: "
+                    + ", ".join(f"{k.split('|')[1]} {sum(v['warm'].values())}" for k, v in counts.items())
+                )
+    # our storage requests on local disk (pylance's own reads of __manifest are not ours: see the S3 counts)
     template = work / "template"
     for size in POKE_SIZES:
-        root = work / f"fsspec-{size}"
-        data = catalog.build(root, size, data_tables=1, template=template)
-        del data
-        engine = ours(root)
-        counter = CountingFS(engine.namespace.storage.fs)
-        engine.namespace.storage.fs = counter
-        _poke(engine, [catalog.NAMESPACE, "data0"])
-        counter.calls.clear()
-        _poke(engine, [catalog.NAMESPACE, "data0"])
-        results["local_fsspec"][str(size)] = dict(counter.calls)
+        root = work / f"local-{size}"
+        catalog.build(root, size, data_tables=1, template=template)
+        calls: dict[str, Any] = {}
+        hook = _hook(ours(root))
+        for sensor, case, check, table_id in POKE_CASES:
+            table_id = [catalog.NAMESPACE, "data0"] if table_id == table else table_id
+            check(hook, table_id)  # the previous poke of the warm hook
+            by_temperature = {}
+            for temperature in ("warm", "cold"):
+                target = hook if temperature == "warm" else _hook(ours(root))
+                with CountingStorage(target.namespace.storage) as counter:
+                    check(target, table_id)
+                by_temperature[temperature] = dict(counter.calls)
+            calls[f"{sensor}|{case}"] = by_temperature
+        results["local_storage"][str(size)] = calls
         catalog.remove(root)
     return results
 
@@ -507,7 +571,7 @@ def main() -> int:
         ("poke", lambda: sensor_poke(base)),
         ("spark", spark_staging),
     ]
-    only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
+    only = ONLY
     for name, section in sections:
         if only and not any(name.startswith(prefix) for prefix in only):
             continue
@@ -524,12 +588,12 @@ def main() -> int:
     results["total_seconds"] = time.perf_counter() - started
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1, default=str))
-    if not only:
+    if not PARTIAL:
         DOC.parent.mkdir(parents=True, exist_ok=True)
         DOC.write_text(render(results))
         log(f"wrote {DOC.relative_to(REPO)} and {RESULTS.relative_to(REPO)} in {results['total_seconds']:.0f} s")
     else:
-        log(f"wrote {RESULTS.relative_to(REPO)} (BENCH_ONLY set: docs/benchmarks.md not rewritten)")
+        log(f"wrote {RESULTS.relative_to(REPO)} (partial run: docs/benchmarks.md not rewritten)")
     if not os.environ.get("BENCH_DIR"):
         catalog.remove(base)
     return 0

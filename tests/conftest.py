@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# py4j logs at INFO from __del__ while the interpreter shuts down, after pytest has closed its streams.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def tree_snapshot(root: Path) -> dict[str, bytes]:

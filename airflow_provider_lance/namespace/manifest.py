@@ -253,6 +253,27 @@ class ManifestTable:
         """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""
         return self._select(lambda table: _descendants(table, prefix, object_type))
 
+    def children_of(self, parents: Iterable[str], object_type: str, delimiter: str) -> dict[str, list[ManifestRow]]:
+        """For each parent id, its rows of ``object_type`` one level below (``<parent><delimiter><name>``,
+        ``name`` without the delimiter), from the cached rows in one pass whatever the number of parents
+        (:meth:`children` is one pass per parent: 100 tables of a batch would filter the rows 100 times)."""
+        wanted = list(dict.fromkeys(parents))
+        found: dict[str, list[ManifestRow]] = {parent: [] for parent in wanted}
+        table = self._rows()
+        if table is None or not wanted:
+            return found
+        typed = table.filter(pc.equal(table["object_type"], object_type))
+        last = re.escape(delimiter)
+        parent_ids = pc.replace_substring_regex(typed["object_id"], pattern=f"{last}[^{last}]*$", replacement="")
+        mask = pc.and_(
+            pc.is_in(parent_ids, value_set=pa.array(wanted, pa.string())),
+            pc.not_equal(parent_ids, typed["object_id"]),  # an id without the delimiter has no parent
+        )
+        selected = typed.filter(mask)
+        for parent, row in zip(parent_ids.filter(mask).to_pylist(), selected.to_pylist(), strict=True):
+            found[parent].append(ManifestRow.from_arrow(row))
+        return found
+
     def child_ids(self, prefix: str, object_type: str | None = None) -> list[str]:
         """The object ids of :meth:`children` (no row objects: cheap for long listings)."""
         table = self._rows()

@@ -207,16 +207,25 @@ class DirectoryNamespace(LanceNamespace):
             and table.location == ids.v1_location(table.parts[0])
         )
 
-    def _find_table(self, parts: list[str], check_parent: bool = True) -> Table:
-        """Locate a table: manifest first, then the directory listing (compatibility mode)."""
+    def _find_table(
+        self,
+        parts: list[str],
+        check_parent: bool = True,
+        rows: dict[str, ManifestRow] | None = None,
+        listed: bool = False,
+    ) -> Table:
+        """Locate a table: manifest first, then the directory listing (compatibility mode). ``rows``: the
+        rows of the table and its parent, when the caller already looked them up; ``listed``: the caller's
+        own directory listing just found no root table (no second listing)."""
         table_oid = ids.object_id(parts)
-        rows = self._namespace_rows(ids.object_id(parts[:-1]), table_oid)
+        if rows is None:
+            rows = self._namespace_rows(ids.object_id(parts[:-1]), table_oid)
         if check_parent:
             self._check_namespace(parts[:-1], rows)
         row = rows.get(table_oid)
         if row is not None and row.object_type == TABLE and row.location:
             return Table(parts, row.location, row)
-        table = self._v1_table(parts)
+        table = None if listed else self._v1_table(parts)
         if table is None:
             raise TableNotFoundError(f"Table not found: '{table_oid}'")
         return table
@@ -453,9 +462,10 @@ class DirectoryNamespace(LanceNamespace):
     def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         """TableExists: answers if the table (and the requested version) exists, raises otherwise."""
         parts = ids.validate_identifier(request.id, "table")
-        if request.version is None and self._v1_table(parts) is not None:
+        listed = request.version is None and self.config.dir_listing_enabled and len(parts) == 1
+        if listed and self._v1_table(parts) is not None:
             return TableExistsResponse()  # a root table found by its directory listing exists anyway
-        table = self._find_table(parts)
+        table = self._find_table(parts, listed=listed)  # no second listing of a root table just listed
         if request.version is not None:
             self.versions.describe(table, request.version, self._managed())
         return TableExistsResponse()
@@ -558,10 +568,21 @@ class DirectoryNamespace(LanceNamespace):
         spec says)."""
         if not request.entries:
             raise InvalidInputError("BatchCreateTableVersions needs at least one entry")
-        located = []
+        # Every entry's table and parent rows in one lookup (one pass over the cached rows, not one per
+        # entry); the errors stay those of the first offending entry, in entry order.
+        identifiers: list[list[str] | InvalidInputError] = []
         for entry in request.entries:
-            parts = ids.validate_identifier(entry.id, "table")
-            located.append((self._find_table(parts), entry))
+            try:
+                identifiers.append(ids.validate_identifier(entry.id, "table"))
+            except InvalidInputError as error:
+                identifiers.append(error)
+        valid = [parts for parts in identifiers if not isinstance(parts, InvalidInputError)]
+        rows = self._namespace_rows(*(oid for p in valid for oid in (ids.object_id(p[:-1]), ids.object_id(p))))
+        located = []
+        for parts, entry in zip(identifiers, request.entries, strict=True):
+            if isinstance(parts, InvalidInputError):
+                raise parts
+            located.append((self._find_table(parts, rows=rows), entry))
         keys = [(ids.object_id(entry.id), entry.version) for entry in request.entries]
         if len(set(keys)) != len(keys):
             raise InvalidInputError("BatchCreateTableVersions has the same table version twice")

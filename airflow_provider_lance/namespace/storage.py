@@ -232,7 +232,7 @@ class Storage:
     def list_dir(self, key: str = "") -> dict[str, FileInfo | None]:
         """Direct children of ``key``: name → FileInfo for files, None for directories; {} if missing."""
         try:
-            entries = self.fs.ls(self.path(key), detail=True)
+            entries = self._ls(self.path(key), detail=True)
         except (FileNotFoundError, NotADirectoryError):
             return {}
         prefix = self.path(key).rstrip("/") + "/"
@@ -251,7 +251,7 @@ class Storage:
         """Names of the direct children of ``key`` (files and directories alike; [] if missing): one
         listing, without the per-entry ``stat`` that a detailed local listing makes."""
         try:
-            entries = self.fs.ls(self.path(key), detail=False)
+            entries = self._ls(self.path(key), detail=False)
         except (FileNotFoundError, NotADirectoryError):
             return []
         prefix = self.path(key).rstrip("/").lstrip("/") + "/"
@@ -261,6 +261,21 @@ class Storage:
             if name.startswith(prefix) and (child := name[len(prefix) :]) and "/" not in child:
                 names.append(child)
         return names
+
+    def _ls(self, path: str, detail: bool) -> list[Any]:
+        """One listing of the directory ``path``. On S3, s3fs's ``ls`` follows an empty listing with a listing
+        of the parent (to tell a file from a missing directory): a second request, and for a root table
+        (``<name>.lance`` not there yet) a listing of the whole root, paged 1,000 names at a time. Our keys
+        listed here are always directories, so the first listing is the answer (FileNotFoundError if empty,
+        as ``ls`` raises)."""
+        if self.scheme not in ("s3", "s3a"):
+            return self.fs.ls(path, detail=detail)
+        from fsspec.asyn import sync
+
+        entries = sync(self.fs.loop, self.fs._lsdir, self.fs._strip_protocol(path).rstrip("/"))
+        if not entries:
+            raise FileNotFoundError(path)
+        return entries if detail else [entry["name"] for entry in entries]
 
     def read(self, key: str) -> bytes:
         return self.fs.cat_file(self.path(key))

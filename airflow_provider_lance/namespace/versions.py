@@ -9,11 +9,14 @@ finishes that work (seed 003, "External Store Reader").
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lance_namespace import (
     ConcurrentModificationError,
@@ -33,7 +36,7 @@ from airflow_provider_lance.namespace.manifest import (
     ManifestTable,
     sql_string,
 )
-from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage import FileInfo, Storage
 
 if TYPE_CHECKING:
     from airflow_provider_lance.namespace.namespace import Table
@@ -43,6 +46,15 @@ U64_MAX = 2**64 - 1
 V1, V2 = "V1", "V2"
 _FINAL = re.compile(r"^(\d+)\.manifest$")
 _STAGED = re.compile(r"^(\d+)\.manifest-([A-Za-z0-9_.-]+)$")
+# Per-entry file requests of a batch run concurrently on remote stores (each waits on the network with the
+# GIL released); on local disk and in memory a request takes microseconds, less than a hand-off to a thread.
+IO_WORKERS = 16
+_LOCAL_SCHEMES = frozenset({"file", "memory"})
+_POOL_LOCK = threading.Lock()
+_POOL: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child makes its own
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 # -- naming (seed 003, "Manifest Naming Schemes") ------------------------------------------------------------
@@ -83,6 +95,11 @@ class TableVersions:
         self.manifest = manifest
 
     # -- reading what exists ------------------------------------------------------------------------------
+    def _names(self, table: Table) -> list[str]:
+        """The names in the table's ``_versions/`` (one listing, without the per-file ``stat`` of a detailed
+        local listing)."""
+        return self.storage.list_names(f"{table.location}/{VERSIONS_DIR}")
+
     def _files(self, table: Table) -> dict[int, TableVersion]:
         """Final manifests in ``_versions/`` (one listing)."""
         found: dict[int, TableVersion] = {}
@@ -101,13 +118,21 @@ class TableVersions:
         return found
 
     def _rows(self, table: Table) -> dict[int, ManifestRow]:
-        prefix = ids.object_id(table.parts) + ids.DELIMITER
-        rows = self.manifest.query(f"starts_with(object_id, {sql_string(prefix)}) AND object_type = '{TABLE_VERSION}'")
-        found = {}
-        for row in rows:
-            suffix = row.object_id[len(prefix) :]
-            if suffix.isdigit():
-                found[int(suffix)] = row
+        return self._rows_of([table])[0]
+
+    def _rows_of(self, tables: Sequence[Table]) -> list[dict[int, ManifestRow]]:
+        """Each table's ``table_version`` rows by version, from the manifest's cached rows of the operation's
+        version (one in-memory pass for all tables; no Lance scan)."""
+        oids = [ids.object_id(table.parts) for table in tables]
+        by_parent = self.manifest.children_of(oids, TABLE_VERSION, ids.DELIMITER)
+        found: list[dict[int, ManifestRow]] = []
+        for oid in oids:
+            rows = {}
+            for row in by_parent[oid]:
+                suffix = row.object_id[len(oid) + len(ids.DELIMITER) :]
+                if suffix.isdigit():
+                    rows[int(suffix)] = row
+            found.append(rows)
         return found
 
     def _all(self, table: Table, managed: bool) -> dict[int, TableVersion]:
@@ -118,13 +143,23 @@ class TableVersions:
                 versions[version] = self._synchronize(table, version, row)
         return versions
 
+    def _latest_number(self, table: Table, names: Collection[str], rows: dict[int, ManifestRow]) -> int:
+        """The latest version number (0 if none) from the ``_versions/`` names and the table's rows, after
+        finishing any row still pointing at a staged manifest (as :meth:`latest` does, without the
+        per-file details that only a description needs)."""
+        versions = {parsed[0] for name in names if (parsed := parse_manifest_name(name))}
+        for version, row in rows.items():
+            self._finish(table, version, row)
+            versions.add(version)
+        return max(versions, default=0)
+
     def latest(self, table: Table, managed: bool = True) -> TableVersion | None:
         versions = self._all(table, managed)
         return versions[max(versions)] if versions else None
 
-    def _scheme(self, table: Table) -> str | None:
+    def _scheme(self, table: Table, names: Collection[str] | None = None) -> str | None:
         """The table's naming scheme, from its existing manifests (a table never mixes schemes)."""
-        for name in self.storage.list_dir(f"{table.location}/{VERSIONS_DIR}"):
+        for name in self._names(table) if names is None else names:
             parsed = parse_manifest_name(name)
             if parsed:
                 return parsed[1]
@@ -132,6 +167,11 @@ class TableVersions:
 
     # -- seed 003 "External Store Reader": finish a commit that stopped after the row ----------------------
     def _synchronize(self, table: Table, version: int, row: ManifestRow) -> TableVersion:
+        return _version_from(version, self._finish(table, version, row))
+
+    def _finish(self, table: Table, version: int, row: ManifestRow) -> dict[str, Any]:
+        """The row's metadata, after finishing its commit (copy to the final name, repoint the row) when
+        it still points at a staged manifest."""
         meta = row.metadata or {}
         scheme = meta.get("naming_scheme", V2)
         final_key = f"{table.location}/{VERSIONS_DIR}/{manifest_name(version, scheme)}"
@@ -142,7 +182,7 @@ class TableVersions:
                 raise InvalidInputError(f"Corrupt table_version row '{row.object_id}': bad manifest_path")
             meta = self._finalize(staged_key, final_key, meta)
             self.manifest.upsert([ManifestRow(row.object_id, TABLE_VERSION, None, meta)])
-        return _version_from(version, meta)
+        return meta
 
     def _finalize(self, staged_key: str, final_key: str, meta: dict[str, Any]) -> dict[str, Any]:
         """Copy staged → final (put-if-not-exists; idempotent), remove the staged file, and return the row
@@ -173,9 +213,9 @@ class TableVersions:
         }
 
     # -- CreateTableVersion / BatchCreateTableVersions --------------------------------------------------------
-    def _validate(self, table: Table, entry: CreateTableVersionEntry) -> _Entry:
+    def _validate(self, table: Table, entry: CreateTableVersionEntry, names: Collection[str]) -> _Entry:
         """The staged manifest must be inside this table's ``_versions/``, staged (not final), for this
-        version; anything else is InvalidInput and changes nothing."""
+        version; anything else is InvalidInput and changes nothing. ``names``: the table's ``_versions/``."""
         if entry.version < 1:
             raise InvalidInputError(f"Invalid version {entry.version} for '{ids.object_id(table.parts)}'")
         key = self.storage.key_of(entry.manifest_path)
@@ -191,17 +231,34 @@ class TableVersions:
         scheme = parsed[1]
         if entry.naming_scheme and entry.naming_scheme.upper() != scheme:
             raise InvalidInputError(f"naming_scheme {entry.naming_scheme!r} does not match '{name}'")
-        existing = self._scheme(table)
+        existing = self._scheme(table, names)
         if existing and existing != scheme:
             raise InvalidInputError(f"'{ids.object_id(table.parts)}' uses naming scheme {existing}, not {scheme}")
         final_key = directory + manifest_name(entry.version, scheme)
         return _Entry(table, entry.version, scheme, key, final_key, entry.metadata)
 
+    def _each(self, function: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+        """``[function(item) for item in items]``, with the calls in a thread pool on a remote store when
+        there are several (each call is a few requests that wait on the network). Every call finishes before
+        the first failure (in item order) is raised, so no request of the operation outlives it. The calls
+        must only touch storage (never the manifest, whose per-operation state is per thread)."""
+        if len(items) < 2 or self.storage.scheme in _LOCAL_SCHEMES:
+            return [function(item) for item in items]
+        futures = [_pool().submit(function, item) for item in items]
+        errors = [future.exception() for future in futures]  # waits for all
+        for error in errors:
+            if error is not None:
+                raise error
+        return [future.result() for future in futures]
+
     def create(self, located: Sequence[tuple[Table, CreateTableVersionEntry]], managed: bool) -> list[TableVersion]:
-        entries = [self._validate(table, entry) for table, entry in located]
+        """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
+        entry serves both the scheme check and the version check."""
+        listings = self._each(self._names, [table for table, _ in located])
+        entries = [self._validate(table, entry, names) for (table, entry), names in zip(located, listings, strict=True)]
         if not managed:
             return [self._create_unmanaged(entry) for entry in entries]
-        return self._create_managed(entries)
+        return self._create_managed(entries, listings)
 
     def _create_unmanaged(self, entry: _Entry) -> TableVersion:
         """Seed 000 without management: staged → final with put-if-not-exists, ``version == latest + 1``,
@@ -236,24 +293,25 @@ class TableVersions:
             timestamp_millis=info.timestamp_millis,
         )
 
-    def _create_managed(self, entries: list[_Entry]) -> list[TableVersion]:
+    def _create_managed(self, entries: list[_Entry], listings: list[list[str]]) -> list[TableVersion]:
         """Seed 000/003 with management: (1) the manifests are staged by the caller; (2) all rows in one
-        merge-insert, the commit point; (3) copy each staged manifest to its final name; (4) repoint rows."""
+        merge-insert, the commit point; (3) copy each staged manifest to its final name; (4) repoint rows
+        (one upsert for all). The per-entry file requests of (1) and (3) run concurrently on remote stores."""
         now = int(time.time() * 1000)
+        infos = self._each(self._staged_info, entries)  # reads only; checked below in entry order
+        all_rows = self._rows_of([entry.table for entry in entries])
         rows = []
-        for entry in entries:
+        for entry, names, table_rows, info in zip(entries, listings, all_rows, infos, strict=True):
             oid = ids.object_id(entry.table.parts)
             # The version check comes first: a retry of a batch that was committed (its staged files are
             # gone by now) must hear "version exists" (14), not "staged manifest not found" (13).
-            latest = self.latest(entry.table)
-            latest_version = latest.version if latest else 0
+            latest_version = self._latest_number(entry.table, names, table_rows)
             if entry.version != latest_version + 1:
                 raise ConcurrentModificationError(
                     f"Version {entry.version} of '{oid}' is not the next version (latest is {latest_version})"
                 )
-            if not self.storage.exists(entry.staged_key):
+            if info is None:
                 raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
-            info = self.storage.info(entry.staged_key)
             metadata = {
                 "manifest_path": self.storage.object_path(entry.staged_key),
                 "manifest_size": info.size,
@@ -272,17 +330,23 @@ class TableVersions:
             raise ConcurrentModificationError(
                 f"Version already exists for table '{table}' ({error.object_id}); nothing was committed"
             ) from None
+        finalized_metadata = self._each(
+            lambda pair: self._finalize(pair[0].staged_key, pair[0].final_key, pair[1].metadata or {}),
+            list(zip(entries, rows, strict=True)),
+        )
         finalized = [
-            ManifestRow(
-                row.object_id,
-                TABLE_VERSION,
-                None,
-                self._finalize(entry.staged_key, entry.final_key, row.metadata or {}),
-            )
-            for entry, row in zip(entries, rows, strict=True)
+            ManifestRow(row.object_id, TABLE_VERSION, None, metadata)
+            for row, metadata in zip(rows, finalized_metadata, strict=True)
         ]
         self.manifest.upsert(finalized)
         return [_version_from(entry.version, row.metadata or {}) for entry, row in zip(entries, finalized, strict=True)]
+
+    def _staged_info(self, entry: _Entry) -> FileInfo | None:
+        """The staged manifest's size and e-tag (one head request), None when it does not exist."""
+        try:
+            return self.storage.info(entry.staged_key)
+        except FileNotFoundError:
+            return None
 
     def _mark_writer_flag(self) -> None:
         """Set writer bit 1 before the first ``table_version`` row, so older writers refuse cleanly."""
@@ -356,6 +420,16 @@ class TableVersions:
                 f"object_type = '{TABLE_VERSION}' AND object_id IN ({', '.join(sql_string(o) for o in doomed)})"
             )
         return len(targets)
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's pool for concurrent file requests (a fresh one after a fork: a forked child has none of
+    its parent's threads)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=IO_WORKERS, thread_name_prefix="lance-namespace-io"))
+        return _POOL[1]
 
 
 def _version_from(version: int, meta: dict) -> TableVersion:
