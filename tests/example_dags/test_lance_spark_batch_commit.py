@@ -8,7 +8,6 @@ commit twice.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,6 +17,8 @@ import lance
 import lance.namespace
 import lance_namespace as ln
 import pytest
+
+from scripts.demo import demo_environment
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark]
 
@@ -32,22 +33,7 @@ def airflow_env(tmp_path: Path) -> dict[str, str]:
     home, root, work = tmp_path / "airflow", tmp_path / "namespace", tmp_path / "staging"
     for path in (home, root, work):
         path.mkdir()
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "example_dags"),
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW_CONN_LANCE_DEFAULT": json.dumps(
-            {"conn_type": "lance", "host": str(root), "extra": {"table_version_management": "true"}}
-        ),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-        "LANCE_DEMO_ROOT": str(root),
-        "LANCE_DEMO_WORK": str(work),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    env = demo_environment(root, work, home)  # exactly what `make demo` runs with
     for key in [k for k in env if k.startswith("LANCE_TEST_")]:
         env.pop(key)
     airflow(env, "db", "migrate")
