@@ -28,3 +28,11 @@ def tree_snapshot(root: Path) -> dict[str, bytes]:
 @pytest.fixture
 def snapshot() -> Callable[[Path], dict[str, bytes]]:
     return tree_snapshot
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty directory for a namespace root."""
+    path = tmp_path / "root"
+    path.mkdir()
+    return path

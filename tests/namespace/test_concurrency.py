@@ -82,13 +82,6 @@ def pool() -> Iterator[Pool]:
     workers.close()
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "root"
-    path.mkdir()
-    return path
-
-
 def test_race_create_namespace(pool: Pool, root: Path) -> None:
     ns = make_ns(root, managed=True)
     ns.create_namespace(ln.CreateNamespaceRequest(id=["warm"]))  # __manifest exists: race on the row

@@ -33,13 +33,6 @@ from tests.namespace.helpers_versions import (
 TABLES = (("prod", "a"), ("prod", "b"), ("prod", "c"))
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "root"
-    path.mkdir()
-    return path
-
-
 def _setup(root: Path):
     ns = make_ns(root, managed=True)
     ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))

@@ -33,13 +33,6 @@ from tests.namespace.helpers_versions import (
 Snapshot = Callable[[Path], dict[str, bytes]]
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "root"
-    path.mkdir()
-    return path
-
-
 def code_of(excinfo: pytest.ExceptionInfo) -> int:
     return excinfo.value.code
 

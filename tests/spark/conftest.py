@@ -44,13 +44,6 @@ def spark() -> Iterator[object]:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "namespace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def namespace(root: Path) -> ln.LanceNamespace:
     """The provider's engine with table version management, so a batch commit is atomic."""
     return DirectoryNamespace(root=str(root), table_version_management="true")
