@@ -246,3 +246,28 @@ def test_deregistered_root_table_stays_deregistered_in_compatibility_mode(make_n
     do(ns, "register_table", id=["t"], location="t.lance")
     assert not (tmp_path / "ours" / "t.lance" / ".lance-deregistered").exists()
     assert lance.dataset(namespace_client=ns, table_id=["t"]).count_rows() == 1
+
+
+def test_manifest_table_is_the_reference_format(make_namespace, tmp_path):
+    """Same Arrow schema (field metadata included), data storage version and manifest naming scheme."""
+    tables = {}
+    for kind in KINDS:
+        ns = make_namespace(kind, tmp_path / kind)
+        do(ns, "create_namespace", id=["a"], properties={"k": "v"})
+        do(ns, "declare_table", id=["a", "t"])
+        tables[kind] = lance.dataset(str(tmp_path / kind / "__manifest"))
+    ours, reference = tables["ours"], tables["reference"]
+    assert ours.schema == reference.schema
+    assert ours.schema.field("object_id").metadata == {b"lance-schema:unenforced-primary-key:position": b"0"}
+    assert ours.data_storage_version == reference.data_storage_version == "2.2"
+    for kind in KINDS:
+        names = [p.name for p in (tmp_path / kind / "__manifest" / "_versions").iterdir() if p.suffix == ".manifest"]
+        assert names and all(len(name) == len("18446744073709551614.manifest") for name in names)
+    rows = {kind: sorted(tables[kind].to_table().to_pylist(), key=lambda r: r["object_id"]) for kind in KINDS}
+    for ours_row, reference_row in zip(rows["ours"], rows["reference"], strict=True):
+        assert ours_row["object_id"] == reference_row["object_id"]
+        assert ours_row["object_type"] == reference_row["object_type"]
+        assert ours_row["metadata"] == reference_row["metadata"]
+        assert normalize_location(ours_row["location"] or "", tmp_path) == normalize_location(
+            reference_row["location"] or "", tmp_path
+        )
