@@ -49,13 +49,13 @@ REASONS = {
         "(merge-insert cost follows the fragment count).",
     ),
     "batch": (
-        "The per-entry work now costs ~0.2 ms locally (one names-only `_versions/` listing, one head of the "
-        "staged manifest, the copy; rows and table lookups from the cached `__manifest` rows in one pass for "
-        "the whole batch), so the batch is two merge-inserts of 100 rows (~2x those of one row) plus ~20 ms; "
-        "on this 2-core machine the ratio moves with load (single commits are ~15-25 ms).",
-        "Skip the writer-flag metadata read and one of the two merge-inserts (the repoint) when every staged "
-        "manifest was already final at insert time is not possible (the row must be the commit point), so: "
-        "a cheaper commit for the repoint (an `update` by id instead of a merge-insert).",
+        "The per-entry work is down to ~0.2 ms locally (one names-only `_versions/` listing, one head of the "
+        "staged manifest, the copy to the final name; rows and table lookups from the cached `__manifest` rows "
+        "in one pass for the whole batch), so a batch of 100 is two merge-inserts of 100 rows (each ~2x a "
+        "one-row merge-insert) plus ~20 ms of file work; single commits vary between ~12 and ~25 ms with the "
+        "load of this 2-core machine, and the ratio with them.",
+        "Repoint the rows with a cheaper commit than a second merge-insert (e.g. one `update` by id), and take "
+        "the final manifests' size and e-tag from the copy instead of a head request per entry.",
     ),
     "poke_cold": (
         "A new process (reschedule mode) must open `__manifest` before its first answer: list its `_versions/`, "

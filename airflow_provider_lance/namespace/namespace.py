@@ -238,11 +238,20 @@ class DirectoryNamespace(LanceNamespace):
             return True
         return self.manifest.metadata().get(TABLE_VERSION_MANAGEMENT_KEY) == "true"
 
-    def _insert(self, row: ManifestRow) -> None:
-        """Insert one row, persisting table version management first when the constructor asked for it."""
+    def _insert(self, row: ManifestRow, parent: list[str]) -> None:
+        """Insert one row under ``parent``, persisting table version management first when the constructor
+        asked for it.
+
+        A concurrent DropNamespace of the parent may delete it between our check and our insert. Both sides
+        write, then look again (the drop for children, we for the parent), so at least one sees the other;
+        here, a parent gone after the insert means the row is taken back and NamespaceNotFound is raised.
+        """
         if self.config.table_version_management and not self._managed_persisted():
             self.manifest.update_metadata({TABLE_VERSION_MANAGEMENT_KEY: "true"})
         self.manifest.insert([row])
+        if parent and ids.object_id(parent) not in self._namespace_rows(ids.object_id(parent)):
+            self.manifest.delete(f"object_id = {sql_string(row.object_id)} AND object_type = '{row.object_type}'")
+            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parent)}' (dropped concurrently)")
 
     def _managed_persisted(self) -> bool:
         return self.manifest.metadata().get(TABLE_VERSION_MANAGEMENT_KEY) == "true"
@@ -274,7 +283,7 @@ class DirectoryNamespace(LanceNamespace):
             self.manifest.upsert([row])
         else:
             try:
-                self._insert(row)
+                self._insert(row, parts[:-1])
             except DuplicateObjectError:
                 if mode in ("exist_ok", "existok"):
                     return CreateNamespaceResponse(properties=self.manifest.get(oid).metadata or {})
@@ -338,6 +347,10 @@ class DirectoryNamespace(LanceNamespace):
         deleted = self.manifest.delete(f"object_id = {sql_string(oid)} AND object_type = '{NAMESPACE}'")
         if deleted == 0 and mode != "skip":
             raise NamespaceNotFoundError(f"Namespace not found: '{oid}' (dropped concurrently)")
+        if deleted and self.manifest.children(ids.child_prefix(parts)):
+            # A child was added concurrently (see ``_insert``): put the namespace back.
+            self.manifest.insert([rows[oid]])
+            raise NamespaceNotEmptyError(f"Namespace not empty: '{oid}' (a child was added concurrently)")
         return DropNamespaceResponse()
 
     # -- tables ---------------------------------------------------------------------------------------
@@ -364,7 +377,7 @@ class DirectoryNamespace(LanceNamespace):
             raise ConcurrentModificationError(f"Table '{oid}' is being declared concurrently")
         if self.config.manifest_enabled:
             try:
-                self._insert(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None))
+                self._insert(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None), parts[:-1])
             except Exception as error:
                 self.storage.delete_tree(location)
                 if isinstance(error, DuplicateObjectError):
@@ -495,7 +508,7 @@ class DirectoryNamespace(LanceNamespace):
         if not self.storage.list_dir(location):
             raise InvalidInputError(f"Invalid location '{location}': no table data there")
         try:
-            self._insert(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None))
+            self._insert(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None), parts[:-1])
         except DuplicateObjectError:
             raise TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
         if self._is_v1_location(Table(parts, location)):
@@ -645,7 +658,7 @@ _REQUEST_MODELS: dict[str, type[pydantic.BaseModel]] = {
         ListTablesRequest,
         ListTableVersionsRequest,
         NamespaceExistsRequest,
-    NamespaceExistsResponse,
+        NamespaceExistsResponse,
         RegisterTableRequest,
         TableExistsRequest,
     )
