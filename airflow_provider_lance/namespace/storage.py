@@ -338,6 +338,22 @@ class Storage:
             return False
         return True
 
+    def copy_if_not_exists(self, source: str, target: str) -> bool:
+        """Atomically create ``target`` with the bytes of ``source``; False if ``target`` exists already.
+        A missing ``source`` raises FileNotFoundError.
+
+        Local disk: a hard link (one metadata operation, no bytes copied; the source is immutable once
+        written). Elsewhere: read, then :meth:`put_if_not_exists`."""
+        if self.scheme == "file":
+            target_path = self.path(target)
+            os.makedirs(os.path.dirname(target_path), exist_ok=True)
+            try:
+                os.link(self.path(source), target_path)
+            except FileExistsError:
+                return False
+            return True
+        return self.put_if_not_exists(target, self.read(source))
+
     def _check_atomic_create(self) -> None:
         """Fail loudly unless this S3 endpoint refuses a second create of the same key (once per process and
         endpoint/bucket; ``storage.conditional_put=etag`` skips the check, ``disabled`` refuses commits)."""

@@ -192,12 +192,12 @@ class TableVersions:
         row still staged); the staged file can vanish between the check and the read, when another finalizer
         has already copied it, so a missing staged file falls back to the final one."""
         try:
-            data = self.storage.read(staged_key)
+            created: bool | None = self.storage.copy_if_not_exists(staged_key, final_key)
         except FileNotFoundError:
-            data = None
-        if data is not None:
-            if not self.storage.put_if_not_exists(final_key, data) and self.storage.read(final_key) != data:
-                raise ConcurrentModificationError(f"Another manifest already exists at '{final_key}'")
+            created = None  # the staged file is gone: another finalizer has copied it already
+        if created is False and self._differs(staged_key, final_key):
+            raise ConcurrentModificationError(f"Another manifest already exists at '{final_key}'")
+        if created is not None:
             self.storage.delete(staged_key)
         try:
             info = self.storage.info(final_key)
@@ -211,6 +211,14 @@ class TableVersions:
             "manifest_size": info.size,
             "e_tag": info.e_tag,
         }
+
+    def _differs(self, staged_key: str, final_key: str) -> bool:
+        """Whether the final manifest holds other bytes than the staged one (a vanished staged file was
+        copied by another finalizer: not a difference)."""
+        try:
+            return self.storage.read(staged_key) != self.storage.read(final_key)
+        except FileNotFoundError:
+            return False
 
     # -- CreateTableVersion / BatchCreateTableVersions --------------------------------------------------------
     def _validate(self, table: Table, entry: CreateTableVersionEntry, names: Collection[str]) -> _Entry:
@@ -268,10 +276,9 @@ class TableVersions:
             if self.storage.exists(entry.final_key):  # a retry of a commit that already went through
                 return self._files(entry.table)[entry.version]
             raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
-        data = self.storage.read(entry.staged_key)
         files = self._files(entry.table)
         if entry.version in files:
-            if self.storage.read(entry.final_key) != data:
+            if self._differs(entry.staged_key, entry.final_key):
                 raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' already exists")
         else:
             latest = max(files, default=0)
@@ -279,8 +286,8 @@ class TableVersions:
                 raise ConcurrentModificationError(
                     f"Version {entry.version} of '{oid}' is not the next version (latest is {latest})"
                 )
-            if not self.storage.put_if_not_exists(entry.final_key, data) and (
-                self.storage.read(entry.final_key) != data
+            if not self.storage.copy_if_not_exists(entry.staged_key, entry.final_key) and self._differs(
+                entry.staged_key, entry.final_key
             ):
                 raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' was committed concurrently")
         self.storage.delete(entry.staged_key)

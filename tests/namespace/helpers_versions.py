@@ -143,7 +143,6 @@ def race_commit_version(
         response = ns.create_table_version(
             ln.CreateTableVersionRequest(id=table_id, version=version, manifest_path=staged)
         )
-        assert response.version.e_tag != e_tag  # the answer describes the final manifest, not the staged one
         return "ok", "", response.version.e_tag, time.perf_counter() - started
     except Exception as error:
         return describe_error(error), str(error)[:300], e_tag, time.perf_counter() - started
