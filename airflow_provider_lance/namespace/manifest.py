@@ -115,6 +115,7 @@ class ManifestTable:
         # All rows of one manifest version (reads filter it in memory); keyed by that version, so a commit
         # by any process (a new latest version) makes the next read load the table again.
         self._snapshot: tuple[int, pa.Table] | None = None
+        self._index: tuple[pa.Table, dict[str, int]] | None = None  # see _positions
         self._scope = threading.local()  # per thread: inside an operation, has latest() been checked out?
 
     @contextmanager
@@ -238,16 +239,30 @@ class ManifestTable:
         table = dataset.to_table(columns=["object_id", "object_type", "location", "metadata"], filter=where)
         return [ManifestRow.from_arrow(row) for row in table.to_pylist()]
 
+    def _positions(self) -> tuple[pa.Table, dict[str, int]] | None:
+        """The cached rows and ``object_id`` → row position, built once per manifest version: lookups by id
+        (every table and namespace operation makes one) are then dictionary hits, not column scans."""
+        table = self._rows()
+        if table is None:
+            return None
+        if self._index is None or self._index[0] is not table:
+            self._index = (table, {oid: position for position, oid in enumerate(table["object_id"].to_pylist())})
+        return table, self._index[1]
+
     def get(self, object_id: str) -> ManifestRow | None:
-        rows = self._select(lambda table: pc.equal(table["object_id"], object_id))
-        return rows[0] if rows else None
+        return self.get_many([object_id]).get(object_id)
 
     def get_many(self, object_ids: Iterable[str]) -> dict[str, ManifestRow]:
-        ids = pa.array(list(object_ids), pa.string())
-        if not len(ids):
+        indexed = self._positions()
+        if indexed is None:
             return {}
-        rows = self._select(lambda table: pc.is_in(table["object_id"], value_set=ids))
-        return {row.object_id: row for row in rows}
+        table, positions = indexed
+        found = {}
+        for oid in object_ids:
+            position = positions.get(oid)
+            if position is not None:
+                found[oid] = ManifestRow.from_arrow(table.slice(position, 1).to_pylist()[0])
+        return found
 
     def children(self, prefix: str, object_type: str | None = None) -> list[ManifestRow]:
         """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""

@@ -410,7 +410,7 @@ class DirectoryNamespace(LanceNamespace):
         if self.config.dir_listing_enabled and not parts:
             names.update(self._v1_table_names(names))
         if request.include_declared is False:
-            names = {name for name in names if self._has_versions(self._find_table([*parts, name], False))}
+            names = {name for name in names if self.versions.has_manifests(self._find_table([*parts, name], False))}
         page, token = ids.paginate(names, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
 
@@ -424,9 +424,6 @@ class DirectoryNamespace(LanceNamespace):
                 if name in known or self._v1_table([name]) is not None:
                     names.append(name)
         return names
-
-    def _has_versions(self, table: Table) -> bool:
-        return bool(self.storage.list_dir(f"{table.location}/_versions"))
 
     @_operation
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
@@ -448,7 +445,9 @@ class DirectoryNamespace(LanceNamespace):
             properties=table.properties,
             managed_versioning=True if managed else None,
         )
-        dataset = self._open(table, version)
+        # A declared table (no manifest yet) is answered from one listing instead of a failed open.
+        declared_only = version is None and not managed and not self.versions.has_manifests(table)
+        dataset = None if declared_only else self._open(table, version)
         if dataset is None:
             if request.version is not None:
                 raise TableVersionNotFoundError(f"Table version not found: '{ids.object_id(parts)}' v{version}")

@@ -153,6 +153,10 @@ class TableVersions:
             versions.add(version)
         return max(versions, default=0)
 
+    def has_manifests(self, table: Table) -> bool:
+        """Whether ``_versions/`` holds a final manifest (one listing): a table without is only declared."""
+        return any(parse_manifest_name(name) for name in self._names(table))
+
     def latest(self, table: Table, managed: bool = True) -> TableVersion | None:
         versions = self._all(table, managed)
         return versions[max(versions)] if versions else None
