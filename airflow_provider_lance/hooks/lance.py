@@ -96,13 +96,6 @@ def _is_secret_key(key: str) -> bool:
     return any(marker in lowered for marker in _SECRET_MARKERS)
 
 
-def _to_plain(obj: Any) -> Any:
-    """Turn a namespace response (pydantic model or dict) into plain JSON-able data."""
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(exclude_none=True)
-    return obj
-
-
 def _as_model(obj: Any, model_cls: type) -> Any:
     """Coerce a dict response (the reference engine answers some calls with dicts) into ``model_cls``."""
     if obj is None or isinstance(obj, model_cls):
