@@ -115,7 +115,9 @@ class FileInfo:
     timestamp_millis: int | None
 
 
-def _s3_arguments(options: dict[str, str]) -> dict[str, Any]:
+def s3fs_arguments(options: dict[str, str]) -> dict[str, Any]:
+    """s3fs keyword arguments for Lance (object_store) S3 option names (the same `storage.*` properties
+    configure pylance and fsspec)."""
     kwargs: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True}
     client: dict[str, str] = {}
     for name, value in options.items():
@@ -150,7 +152,7 @@ class Storage:
             self._base = "/" + rest.strip("/") if rest.strip("/") else ""
         elif self.scheme in ("s3", "s3a"):
             _install_log_redaction()
-            self.fs = fsspec.filesystem("s3", **_s3_arguments(self.options))
+            self.fs = fsspec.filesystem("s3", **s3fs_arguments(self.options))
             self._base = rest
         else:
             # Only stores with a known atomic create are accepted: committing on anything else could
