@@ -1,12 +1,13 @@
-"""The Lance Directory Namespace engine (no Airflow imports)."""
+"""The Lance Directory Namespace engine (no Airflow imports).
+
+Its implementation name, for ``lance_namespace.connect`` and for any process it is handed to, is the full class
+path ``airflow_provider_lance.namespace.DirectoryNamespace``.
+"""
 
 from __future__ import annotations
 
-from lance_namespace import register_namespace_impl
-
 from airflow_provider_lance.namespace.namespace import DirectoryNamespace
 
-IMPL_ALIAS = "pydir"
-register_namespace_impl(IMPL_ALIAS, f"{DirectoryNamespace.__module__}.{DirectoryNamespace.__qualname__}")
+IMPL = f"{DirectoryNamespace.__module__.rpartition('.')[0]}.{DirectoryNamespace.__qualname__}"
 
-__all__ = ["IMPL_ALIAS", "DirectoryNamespace"]
+__all__ = ["IMPL", "DirectoryNamespace"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from lance_namespace import InvalidInputError
@@ -64,6 +65,34 @@ def normalize_root(root: Any) -> str:
 
 
 @dataclass(frozen=True)
+class MaintenancePolicy:
+    """When ``__manifest`` maintains itself after a commit (see maintenance.py): every ``check_every``-th
+    version compacts past ``fragment_threshold`` fragments; every ``cleanup_every``-th version removes versions
+    superseded more than ``keep`` ago. 0 turns a step off. Properties ``manifest_maintenance_every``,
+    ``manifest_maintenance_fragments``, ``manifest_cleanup_every`` and ``manifest_cleanup_older_than_seconds``."""
+
+    check_every: int = 8
+    fragment_threshold: int = 4
+    cleanup_every: int = 256
+    keep: timedelta = timedelta(minutes=10)
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any]) -> MaintenancePolicy:
+        return cls(
+            check_every=parse_int("manifest_maintenance_every", properties.get("manifest_maintenance_every"), 8),
+            fragment_threshold=parse_int(
+                "manifest_maintenance_fragments", properties.get("manifest_maintenance_fragments"), 4
+            ),
+            cleanup_every=parse_int("manifest_cleanup_every", properties.get("manifest_cleanup_every"), 256),
+            keep=timedelta(
+                seconds=parse_int(
+                    "manifest_cleanup_older_than_seconds", properties.get("manifest_cleanup_older_than_seconds"), 600
+                )
+            ),
+        )
+
+
+@dataclass(frozen=True)
 class NamespaceConfig:
     """Validated properties. ``table_version_management`` is None when the constructor did not ask for it
     (the ``__manifest`` table metadata then decides)."""
@@ -73,6 +102,7 @@ class NamespaceConfig:
     dir_listing_enabled: bool = True
     table_version_management: bool | None = None
     commit_retries: int = 20
+    maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
 
     @classmethod
@@ -103,6 +133,7 @@ class NamespaceConfig:
             dir_listing_enabled=parse_bool("dir_listing_enabled", properties.get("dir_listing_enabled"), True),
             table_version_management=management,
             commit_retries=parse_int("commit_retries", properties.get("commit_retries"), 20),
+            maintenance=MaintenancePolicy.from_properties(properties),
             storage_options=storage,
         )
         if not (config.manifest_enabled or config.dir_listing_enabled):

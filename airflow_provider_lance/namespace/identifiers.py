@@ -1,7 +1,10 @@
-"""Identifiers, object ids and table locations (seed 000, "Object Mapping"): pure naming rules."""
+"""Pure naming rules: identifiers and object ids (seed 000, "Object Mapping"), table locations, and the keys
+of manifest files (seed 003, "Manifest Naming Schemes"). No I/O: every rule of the storage format that is a
+function of names is here, testable on its own."""
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterable, Sequence
 
@@ -10,6 +13,11 @@ from lance_namespace import InvalidInputError
 DELIMITER = "$"
 TABLE_SUFFIX = ".lance"
 MANIFEST_DIR = "__manifest"
+VERSIONS_DIR = "_versions"
+U64_MAX = 2**64 - 1
+V1, V2 = "V1", "V2"  # manifest naming schemes
+_FINAL = re.compile(r"^(\d+)\.manifest$")
+_STAGED = re.compile(r"^(\d+)\.manifest-([A-Za-z0-9_.-]+)$")
 # A part becomes a directory-name component, and most file systems cap a name at 255 bytes.
 MAX_PART_BYTES = 200
 MAX_DIRECTORY_NAME_BYTES = 255
@@ -119,3 +127,34 @@ def paginate(names: Iterable[str], page_token: str | None, limit: int | None) ->
         return ordered, None
     page = ordered[:limit]
     return page, (page[-1] if page else None)
+
+
+# -- manifest files (seed 003, "Manifest Naming Schemes") ----------------------------------------------------
+def manifest_name(version: int, scheme: str) -> str:
+    """V1: ``{version}.manifest``; V2: ``{u64::MAX - version:020}.manifest`` (newest sorts first)."""
+    return f"{U64_MAX - version:020d}.manifest" if scheme == V2 else f"{version}.manifest"
+
+
+def parse_manifest_name(name: str) -> tuple[int, str] | None:
+    """(version, scheme) of a final manifest name; V2 names have 20 digits."""
+    match = _FINAL.match(name)
+    if not match:
+        return None
+    digits = match.group(1)
+    return (U64_MAX - int(digits), V2) if len(digits) == 20 else (int(digits), V1)
+
+
+def parse_staged_manifest_name(name: str) -> tuple[int, str] | None:
+    """(version, scheme) of a staged manifest name ``<final name>-<suffix>``."""
+    match = _STAGED.match(name)
+    return parse_manifest_name(f"{match.group(1)}.manifest") if match else None
+
+
+def versions_dir(table_location: str) -> str:
+    """The key of a table's ``_versions/`` directory (``__manifest`` is a table at ``MANIFEST_DIR``)."""
+    return f"{table_location}/{VERSIONS_DIR}"
+
+
+def manifest_key(table_location: str, version: int, scheme: str) -> str:
+    """The key of a committed manifest of the table at ``table_location``."""
+    return f"{versions_dir(table_location)}/{manifest_name(version, scheme)}"

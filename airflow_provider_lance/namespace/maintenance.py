@@ -16,26 +16,26 @@ transaction file and a manifest version. Left alone, reads slow down with the nu
   wrong data.
 
 Both run automatically: :func:`maybe_maintain` is called by ``ManifestTable`` after every commit (one cheap
-check on the in-memory manifest: the new version number). Every ``CHECK_EVERY``-th version (exactly one
-writer, whichever process, commits that version) looks at the fragment count and compacts past
-``FRAGMENT_THRESHOLD``; every ``CLEANUP_EVERY``-th version cleans up. :func:`maintain_manifest` does the
-same on demand for the Airflow layer (an operator or a maintenance DAG) and reports what it did.
+check on the in-memory manifest: the new version number) with the namespace's :class:`MaintenancePolicy`
+(properties ``manifest_maintenance_every``, ``manifest_maintenance_fragments``, ``manifest_cleanup_every``).
+Exactly one writer, whichever process, commits a given version, so each threshold fires once.
+:func:`maintain_manifest` does the same on demand for the Airflow layer (an operator or a maintenance DAG)
+and reports what it did.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import threading
 import time
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from airflow_provider_lance.namespace.config import MaintenancePolicy
 
 if TYPE_CHECKING:
     import lance
-
-    from airflow_provider_lance.namespace.namespace import DirectoryNamespace
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,6 @@ DEFAULT_KEEP = timedelta(minutes=10)
 # Readers (ManifestTable) trust "no manifest N+1 => N is the latest" only for this long after they last saw N
 # as the latest; a clean-up window shorter than this could remove N+1 under them, so none is accepted.
 REVALIDATE_AFTER = timedelta(minutes=2)
-# Every CHECK_EVERY-th manifest version: compact when there are more than FRAGMENT_THRESHOLD fragments (each
-# read and each merge-insert scans every fragment: ~2 requests per fragment). Every CLEANUP_EVERY-th version:
-# remove versions older than DEFAULT_KEEP (``checkout_latest`` lists ``_versions/``, so its cost grows with them).
-CHECK_EVERY = int(os.environ.get("LANCE_NAMESPACE_MAINTENANCE_EVERY", "8"))
-FRAGMENT_THRESHOLD = int(os.environ.get("LANCE_NAMESPACE_MAINTENANCE_FRAGMENTS", "4"))
-CLEANUP_EVERY = int(os.environ.get("LANCE_NAMESPACE_CLEANUP_EVERY", "256"))
 _LOCK = threading.Lock()
 _RUNNING: set[str] = set()  # manifest URIs being maintained by this process
 
@@ -132,13 +126,16 @@ def run(
     return result
 
 
-def maybe_maintain(dataset: lance.LanceDataset) -> dict[str, Any] | None:
-    """The automatic trigger, called after every ``__manifest`` commit. Costs one in-memory version check
-    unless the commit's version is a multiple of ``CHECK_EVERY``; never raises (a write has succeeded)."""
+def maybe_maintain(dataset: lance.LanceDataset, policy: MaintenancePolicy) -> dict[str, Any] | None:
+    """The automatic trigger, called after every ``__manifest`` commit. Compaction is checked on every
+    ``policy.check_every``-th version (each read and each merge-insert scans every fragment: ~2 requests per
+    fragment); clean-up runs on every ``policy.cleanup_every``-th (``checkout_latest`` lists ``_versions/``,
+    so its cost grows with the versions). Costs one in-memory version check otherwise; never raises (a write
+    has succeeded)."""
     try:
         version = dataset.version
-        compact = CHECK_EVERY > 0 and version % CHECK_EVERY == 0
-        cleanup = CLEANUP_EVERY > 0 and version % CLEANUP_EVERY == 0
+        compact = policy.check_every > 0 and version % policy.check_every == 0
+        cleanup = policy.cleanup_every > 0 and version % policy.cleanup_every == 0
         if not (compact or cleanup):
             return None
         uri = dataset.uri
@@ -147,10 +144,10 @@ def maybe_maintain(dataset: lance.LanceDataset) -> dict[str, Any] | None:
                 return None
             _RUNNING.add(uri)
         try:
-            compact = compact and _fragments(dataset) > FRAGMENT_THRESHOLD
+            compact = compact and _fragments(dataset) > policy.fragment_threshold
             if not (compact or cleanup):
                 return None
-            result = run(dataset, compact=compact, cleanup=cleanup, keep=DEFAULT_KEEP)
+            result = run(dataset, compact=compact, cleanup=cleanup, keep=policy.keep)
         finally:
             with _LOCK:
                 _RUNNING.discard(uri)
@@ -161,8 +158,19 @@ def maybe_maintain(dataset: lance.LanceDataset) -> dict[str, Any] | None:
         return None
 
 
+class _ManifestOwner(Protocol):
+    """What :func:`maintain_manifest` needs of a namespace: its ``__manifest`` table."""
+
+    @property
+    def manifest(self) -> _Manifest: ...
+
+
+class _Manifest(Protocol):
+    def latest(self) -> lance.LanceDataset | None: ...
+
+
 def maintain_manifest(
-    namespace: DirectoryNamespace,
+    namespace: _ManifestOwner,
     *,
     compact: bool = True,
     cleanup: bool = True,

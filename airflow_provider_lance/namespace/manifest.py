@@ -19,11 +19,10 @@ from typing import Any
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
-from lance_namespace import InternalError, UnsupportedOperationError
 
-from airflow_provider_lance.namespace import maintenance
-from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
-from airflow_provider_lance.namespace.maintenance import maybe_maintain
+from airflow_provider_lance.namespace import feature_flags, maintenance
+from airflow_provider_lance.namespace.config import MaintenancePolicy
+from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR, V1, V2, manifest_key
 from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
 
 NAMESPACE = "namespace"
@@ -41,14 +40,8 @@ SCHEMA = pa.schema(
     ]
 )
 
-READER_FLAGS_KEY = "lance.namespace.manifest.reader_feature_flags"
-WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
+# Table metadata key by which the spec turns table version management on for a catalog.
 TABLE_VERSION_MANAGEMENT_KEY = "table_version_management"
-# Writer bit 1: the catalog holds ``table_version`` rows. pylance 14's reference namespace fails every write
-# on such rows with an internal error; with this bit set it refuses writes cleanly and keeps reading.
-WRITER_FLAG_TABLE_VERSIONS = 1
-KNOWN_READER_FLAGS = 0
-KNOWN_WRITER_FLAGS = WRITER_FLAG_TABLE_VERSIONS
 
 _COLUMNS = ["object_id", "object_type", "location", "metadata"]
 _MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?:[^"\\]|\\.)*)"')
@@ -90,11 +83,12 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _flags(metadata: Mapping[str, str], key: str) -> int:
-    try:
-        return int(metadata.get(key, "0") or "0")
-    except ValueError:
-        raise InternalError(f"Corrupt catalog: __manifest metadata {key}={metadata.get(key)!r}") from None
+def _table_and_versions_filter(table_oid: str) -> str:
+    """The row of a table and every ``table_version`` row of it."""
+    return (
+        f"(object_id = {sql_string(table_oid)} AND object_type = '{TABLE}') OR "
+        f"(starts_with(object_id, {sql_string(table_oid + DELIMITER)}) AND object_type = '{TABLE_VERSION}')"
+    )
 
 
 class ManifestTable:
@@ -102,12 +96,16 @@ class ManifestTable:
 
     :param storage: the namespace storage (for the table URI and storage options).
     :param commit_retries: how often a conflicting pylance commit is retried.
+    :param maintenance_policy: when a commit triggers compaction and clean-up.
     """
 
-    def __init__(self, storage: Storage, commit_retries: int) -> None:
+    def __init__(
+        self, storage: Storage, commit_retries: int, maintenance_policy: MaintenancePolicy | None = None
+    ) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self.storage_options = storage.options
         self.commit_retries = commit_retries
+        self.maintenance_policy = maintenance_policy or MaintenancePolicy()
         self._storage = storage
         self._dataset: lance.LanceDataset | None = None
         self._naming: str | None = None  # manifest naming scheme of __manifest ("V1"/"V2"), None if unknown
@@ -141,18 +139,15 @@ class ManifestTable:
                 self._dataset = lance.dataset(self.uri, storage_options=self.storage_options or None)
                 self._verified_at = started
             except (ValueError, OSError) as error:
-                if _is_not_found(error):
+                # a 403 ("...Access Key Id you provided does not exist...") is a failure, never "no catalog"
+                if is_not_found_error(error):
                     return None
                 raise
             self._naming = self._detect_naming(self._dataset.version)
         elif not (getattr(self._scope, "depth", 0) and getattr(self._scope, "fresh", False)):
             self._refresh(self._dataset)
         self._scope.fresh = True
-        unknown = _flags(self._dataset.metadata, READER_FLAGS_KEY) & ~KNOWN_READER_FLAGS
-        if unknown:
-            raise UnsupportedOperationError(
-                f"The __manifest table needs reader features {unknown} that this engine does not understand"
-            )
+        feature_flags.check_readable(self._dataset.metadata)
         return self._dataset
 
     def _refresh(self, dataset: lance.LanceDataset) -> None:
@@ -165,26 +160,21 @@ class ManifestTable:
         refuses windows shorter than that). Otherwise, on a newer version or an unknown naming scheme,
         ``checkout_latest`` as before."""
         started = time.monotonic()
-        following = _manifest_key(dataset.version + 1, self._naming) if self._naming else None
+        following = manifest_key(MANIFEST_DIR, dataset.version + 1, self._naming) if self._naming else None
         recent = started - self._verified_at < maintenance.REVALIDATE_AFTER.total_seconds()
         if following is None or not recent or self._storage.file_exists(following):
             dataset.checkout_latest()
         self._verified_at = started
 
     def _detect_naming(self, version: int) -> str | None:
-        for naming in ("V2", "V1"):
-            if self._storage.file_exists(_manifest_key(version, naming)):
+        for naming in (V2, V1):
+            if self._storage.file_exists(manifest_key(MANIFEST_DIR, version, naming)):
                 return naming
         return None
 
     def _for_write(self) -> lance.LanceDataset:
         dataset = self.latest() or self._create()
-        unknown = _flags(dataset.metadata, WRITER_FLAGS_KEY) & ~KNOWN_WRITER_FLAGS
-        if unknown:
-            raise UnsupportedOperationError(
-                f"The __manifest table was written with writer feature flags {unknown} that this engine "
-                "does not understand; upgrade to modify this catalog"
-            )
+        feature_flags.check_writable(dataset.metadata)
         return dataset
 
     def _create(self) -> lance.LanceDataset:
@@ -201,7 +191,7 @@ class ManifestTable:
                 enable_v2_manifest_paths=True,
                 storage_options=self.storage_options or None,
             )
-            self._naming = "V2"
+            self._naming = V2
         except (ValueError, OSError):
             dataset = self.latest()  # a concurrent writer created it first
             if dataset is None:
@@ -357,6 +347,22 @@ class ManifestTable:
         self._after_write(dataset)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
+    def delete_object(self, object_id: str, object_type: str) -> int:
+        """Delete one object's row; returns 1, or 0 when it was not there."""
+        return self.delete(f"object_id = {sql_string(object_id)} AND object_type = '{object_type}'")
+
+    def delete_table(self, table_oid: str) -> int:
+        """Delete a table row and all of its ``table_version`` rows in one commit; returns how many."""
+        return self.delete(_table_and_versions_filter(table_oid))
+
+    def delete_table_versions(self, table_oid: str, versions: Iterable[int] | None = None) -> int:
+        """Delete ``table_version`` rows of a table (all of them when ``versions`` is None) in one commit."""
+        if versions is None:
+            prefix = sql_string(table_oid + DELIMITER)
+            return self.delete(f"starts_with(object_id, {prefix}) AND object_type = '{TABLE_VERSION}'")
+        ids = ", ".join(sql_string(f"{table_oid}{DELIMITER}{version}") for version in versions)
+        return self.delete(f"object_type = '{TABLE_VERSION}' AND object_id IN ({ids})") if ids else 0
+
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
         dataset = self._for_write()
@@ -388,7 +394,7 @@ class ManifestTable:
             before, apply = change
             if self._snapshot[0] == before and dataset.version == before + 1:
                 self._snapshot = (dataset.version, apply(self._snapshot[1]))
-        maybe_maintain(dataset)
+        maintenance.maybe_maintain(dataset, self.maintenance_policy)
 
 
 def _concat(table: pa.Table, rows: pa.Table) -> pa.Table:
@@ -398,12 +404,6 @@ def _concat(table: pa.Table, rows: pa.Table) -> pa.Table:
     return combined.combine_chunks() if combined.column(0).num_chunks > 64 else combined
 
 
-def _manifest_key(version: int, naming: str) -> str:
-    """The key of a ``__manifest`` version's manifest file (Lance naming schemes V1 and V2)."""
-    name = f"{2**64 - 1 - version:020d}.manifest" if naming == "V2" else f"{version}.manifest"
-    return f"{MANIFEST_DIR}/_versions/{name}"
-
-
 def _descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
     """A mask of the rows whose object id starts with ``prefix`` (and whose type is ``object_type``)."""
     mask = pc.starts_with(table["object_id"], prefix) if prefix else pc.is_valid(table["object_id"])
@@ -411,7 +411,3 @@ def _descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
         mask = pc.and_(mask, pc.equal(table["object_type"], object_type))
     return mask
 
-
-def _is_not_found(error: Exception) -> bool:
-    # a 403 ("...Access Key Id you provided does not exist...") is a failure, never "no catalog yet"
-    return is_not_found_error(error)

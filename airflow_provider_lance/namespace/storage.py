@@ -170,6 +170,11 @@ class Storage:
                 "not lock-based commits"
             )
 
+    @property
+    def is_remote(self) -> bool:
+        """Whether a request waits on the network (worth running several at once)."""
+        return self.scheme not in ("file", "memory")
+
     def __repr__(self) -> str:  # never show storage options: they may hold secrets
         return f"Storage(root={self.root!r})"
 

@@ -20,9 +20,9 @@ import lance_namespace as ln
 import pyarrow as pa
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace.identifiers import manifest_name
 from airflow_provider_lance.namespace.manifest import TABLE_VERSION
 from airflow_provider_lance.namespace.staging import StagingNamespace, stage_data
-from airflow_provider_lance.namespace.versions import manifest_name
 
 VERSION_METADATA_KEYS = {"manifest_path", "manifest_size", "e_tag", "naming_scheme", "timestamp_millis"}
 

@@ -17,12 +17,13 @@ from lance.namespace import DirectoryNamespace as ReferenceNamespace
 from airflow_provider_lance.namespace import DirectoryNamespace, maintenance
 from airflow_provider_lance.namespace.maintenance import maintain_manifest
 
+NO_AUTO_MAINTENANCE = {"manifest_maintenance_every": "0", "manifest_cleanup_every": "0"}
+
 
 @pytest.fixture
-def no_auto_maintenance(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Let fragments pile up (the automatic trigger would compact them)."""
-    monkeypatch.setattr(maintenance, "CHECK_EVERY", 0)
-    monkeypatch.setattr(maintenance, "CLEANUP_EVERY", 0)
+def no_auto_maintenance() -> dict[str, str]:
+    """Properties that let fragments pile up (the automatic trigger would compact them)."""
+    return NO_AUTO_MAINTENANCE
 
 
 @pytest.fixture
@@ -32,8 +33,8 @@ def short_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(maintenance, "REVALIDATE_AFTER", timedelta(0))
 
 
-def _catalog(root: Path, tables: int) -> DirectoryNamespace:
-    ns = DirectoryNamespace(root=str(root))
+def _catalog(root: Path, tables: int, **properties: str) -> DirectoryNamespace:
+    ns = DirectoryNamespace(root=str(root), **properties)
     ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"], properties={"owner": "data"}))
     for i in range(tables):
         ns.declare_table(ln.DeclareTableRequest(id=["prod", f"t{i}"], properties={"i": str(i)}))
@@ -50,8 +51,10 @@ def _fragments(root: Path) -> int:
     return len(lance.dataset(str(root / "__manifest")).get_fragments())
 
 
-def test_compaction_keeps_all_rows_and_reduces_fragments(tmp_path: Path, no_auto_maintenance: None) -> None:
-    ns = _catalog(tmp_path, 12)
+def test_compaction_keeps_all_rows_and_reduces_fragments(
+    tmp_path: Path, no_auto_maintenance: dict[str, str]
+) -> None:
+    ns = _catalog(tmp_path, 12, **no_auto_maintenance)
     before_rows, before_fragments = _rows(tmp_path), _fragments(tmp_path)
     assert before_fragments > 10
 
@@ -72,9 +75,9 @@ def test_compaction_keeps_all_rows_and_reduces_fragments(tmp_path: Path, no_auto
 
 
 def test_cleanup_keeps_the_latest_version_and_the_window(
-    tmp_path: Path, no_auto_maintenance: None, short_windows: None
+    tmp_path: Path, no_auto_maintenance: dict[str, str], short_windows: None
 ) -> None:
-    ns = _catalog(tmp_path, 5)
+    ns = _catalog(tmp_path, 5, **no_auto_maintenance)
     versions_dir = tmp_path / "__manifest" / "_versions"
     count = len(list(versions_dir.glob("*.manifest")))
 
@@ -97,26 +100,30 @@ def test_empty_catalog_is_skipped(tmp_path: Path) -> None:
 def test_automatic_maintenance_bounds_fragments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short_windows: None
 ) -> None:
-    monkeypatch.setattr(maintenance, "CHECK_EVERY", 4)
-    monkeypatch.setattr(maintenance, "FRAGMENT_THRESHOLD", 3)
-    monkeypatch.setattr(maintenance, "CLEANUP_EVERY", 8)
-    monkeypatch.setattr(maintenance, "DEFAULT_KEEP", timedelta(0))
-    ns = _catalog(tmp_path, 30)
+    ns = _catalog(
+        tmp_path,
+        30,
+        manifest_maintenance_every="4",
+        manifest_maintenance_fragments="3",
+        manifest_cleanup_every="8",
+        manifest_cleanup_older_than_seconds="0",
+    )
     assert _fragments(tmp_path) <= 3 + 4  # at most threshold + one check interval of new fragments
     assert len(list((tmp_path / "__manifest" / "_versions").glob("*.manifest"))) < 20
     assert len(ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables) == 29
 
 
 def test_concurrent_readers_and_writers_during_maintenance(
-    tmp_path: Path, no_auto_maintenance: None, short_windows: None
+    tmp_path: Path, no_auto_maintenance: dict[str, str], short_windows: None
 ) -> None:
-    ns = _catalog(tmp_path, 20)
+    ns = _catalog(tmp_path, 20, **no_auto_maintenance)
     errors: list[BaseException] = []
     declared: list[str] = []
     stop = threading.Event()
 
     def writer() -> None:
-        own = DirectoryNamespace(root=str(tmp_path))  # another client, as another process would be
+        # another client, as another process would be
+        own = DirectoryNamespace(root=str(tmp_path), **no_auto_maintenance)
         i = 0
         while not stop.is_set():
             name = f"w{i}"
@@ -129,7 +136,7 @@ def test_concurrent_readers_and_writers_during_maintenance(
             i += 1
 
     def reader() -> None:
-        own = DirectoryNamespace(root=str(tmp_path))
+        own = DirectoryNamespace(root=str(tmp_path), **no_auto_maintenance)
         reference = ReferenceNamespace(root=str(tmp_path))
         while not stop.is_set():
             try:
@@ -163,9 +170,9 @@ def test_concurrent_readers_and_writers_during_maintenance(
 
 
 def test_reference_reads_the_catalog_after_maintenance(
-    tmp_path: Path, no_auto_maintenance: None, short_windows: None
+    tmp_path: Path, no_auto_maintenance: dict[str, str], short_windows: None
 ) -> None:
-    ns = _catalog(tmp_path, 10)
+    ns = _catalog(tmp_path, 10, **no_auto_maintenance)
     maintain_manifest(ns, older_than=timedelta(0))
     assert _fragments(tmp_path) == 1
 
@@ -178,10 +185,10 @@ def test_reference_reads_the_catalog_after_maintenance(
     assert "by_reference" in ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables
 
 
-def test_cached_reads_see_other_processes_at_once(tmp_path: Path, no_auto_maintenance: None) -> None:
+def test_cached_reads_see_other_processes_at_once(tmp_path: Path, no_auto_maintenance: dict[str, str]) -> None:
     """The per-version row cache and the next-manifest freshness check never serve a stale answer: a
     write by another process (declare, compaction, clean-up, drop) is visible to the very next call."""
-    ns = _catalog(tmp_path, 3)
+    ns = _catalog(tmp_path, 3, **no_auto_maintenance)
     assert ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables == ["t1", "t2"]  # rows now cached
     script = (
         "import sys, lance_namespace as ln\n"

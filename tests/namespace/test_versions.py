@@ -15,8 +15,8 @@ import lance_namespace as ln
 import pytest
 from lance_namespace_urllib3_client.models import VersionRange
 
-from airflow_provider_lance.namespace.manifest import WRITER_FLAGS_KEY
-from airflow_provider_lance.namespace.versions import manifest_name
+from airflow_provider_lance.namespace.feature_flags import WRITER_FLAGS_KEY
+from airflow_provider_lance.namespace.identifiers import manifest_name
 from tests.namespace.helpers_versions import (
     VERSION_METADATA_KEYS,
     batch,
@@ -87,8 +87,8 @@ def test_pylance_writers_round_trip(root: Path, managed: bool) -> None:
     # (committing without rows would hide versions from managed readers).
     from airflow_provider_lance.namespace import DirectoryNamespace
 
-    assert DirectoryNamespace(root=str(root))._managed() is True
-    assert make_ns(root, managed=False)._managed() is True
+    assert DirectoryNamespace(root=str(root)).catalog.managed() is True
+    assert make_ns(root, managed=False).catalog.managed() is True
 
 
 def test_reference_reads_managed_catalog_and_refuses_writes(root: Path, snapshot: Snapshot) -> None:

@@ -10,7 +10,7 @@ import pytest
 from lance_namespace_urllib3_client.models.version_range import VersionRange
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from airflow_provider_lance.namespace.storage import Storage, _s3_arguments
+from airflow_provider_lance.namespace.storage import Storage, s3fs_arguments
 from tests.fault_storage import count_rows, rows, stage, visible_version
 
 pytestmark = pytest.mark.s3
@@ -20,7 +20,7 @@ def test_storage_options_reach_s3fs_and_pylance(s3_props, moto_server):
     ns = DirectoryNamespace(**s3_props)
     options = ns.config.storage_options
     assert options == moto_server.storage_options()
-    kwargs = _s3_arguments(options)
+    kwargs = s3fs_arguments(options)
     assert kwargs["key"] == options["aws_access_key_id"]
     assert kwargs["secret"] == options["aws_secret_access_key"]
     assert kwargs["client_kwargs"] == {"endpoint_url": moto_server.endpoint, "region_name": "us-east-1"}

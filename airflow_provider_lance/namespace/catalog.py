@@ -1,0 +1,149 @@
+"""The catalog one ``DirectoryNamespace`` works on, and the lookups every operation shares.
+
+A :class:`Catalog` is the configuration, the storage and the ``__manifest`` table of one root. Its lookups
+answer the questions the spec's operations ask first: is the parent a namespace, where is this table (the
+manifest first, then the directory listing in compatibility mode), are table versions managed.
+
+Table existence (the seeds disagree, seed 001 asks for a non-empty ``_versions/`` and seed 000 counts declared
+tables): a table exists when its manifest row exists, or, for a root table in directory-listing mode, when
+``<name>.lance`` has at least one entry and no ``.lance-deregistered`` marker. Declared tables therefore
+exist for TableExists, ListTables and DescribeTable (the reference agrees); operations that need data
+(DescribeTable of a version, the version operations) treat a table without ``_versions/`` as having none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lance_namespace import NamespaceNotFoundError, TableNotFoundError, UnsupportedOperationError
+
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace.config import NamespaceConfig
+from airflow_provider_lance.namespace.manifest import (
+    NAMESPACE,
+    TABLE,
+    TABLE_VERSION_MANAGEMENT_KEY,
+    ManifestRow,
+    ManifestTable,
+)
+from airflow_provider_lance.namespace.storage import Storage
+
+# Markers (seed 000): only their existence matters; the reference writes these 8 bytes.
+RESERVED_MARKER = ".lance-reserved"
+DEREGISTERED_MARKER = ".lance-deregistered"
+MARKER_CONTENT = b"reserved"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A located table: its identifier, its directory (key relative to the root) and its manifest row
+    (None for a table found only by directory listing)."""
+
+    parts: list[str]
+    location: str
+    row: ManifestRow | None = None
+
+    @property
+    def object_id(self) -> str:
+        return ids.object_id(self.parts)
+
+    @property
+    def properties(self) -> dict[str, str] | None:
+        return self.row.metadata if self.row and self.row.metadata else None
+
+
+class Catalog:
+    """Configuration, storage and ``__manifest`` of one namespace root.
+
+    :param config: the validated constructor properties.
+    """
+
+    def __init__(self, config: NamespaceConfig) -> None:
+        self.config = config
+        self.storage = Storage(config.root, config.storage_options)
+        self.manifest = ManifestTable(self.storage, config.commit_retries, config.maintenance)
+
+    # -- modes ------------------------------------------------------------------------------------------
+    def require_manifest(self, operation: str) -> None:
+        if not self.config.manifest_enabled:
+            raise UnsupportedOperationError(f"{operation} needs the manifest (manifest_enabled=true)")
+
+    def managed(self) -> bool:
+        """Table version management: on when the constructor asked for it or ``__manifest`` says so."""
+        if not self.config.manifest_enabled:
+            return False
+        return bool(self.config.table_version_management) or self.managed_persisted()
+
+    def managed_persisted(self) -> bool:
+        return self.manifest.metadata().get(TABLE_VERSION_MANAGEMENT_KEY) == "true"
+
+    # -- namespaces -------------------------------------------------------------------------------------
+    def rows(self, *object_ids: str) -> dict[str, ManifestRow]:
+        """The manifest rows of these ids (the root's '' is skipped; nothing without a manifest)."""
+        return self.manifest.get_many(oid for oid in object_ids if oid) if self.config.manifest_enabled else {}
+
+    def check_namespace(self, parts: list[str], rows: dict[str, ManifestRow]) -> None:
+        """NamespaceNotFound unless ``parts`` is the root or a namespace row in ``rows``."""
+        if not parts:
+            return
+        row = rows.get(ids.object_id(parts))
+        if row is None or row.object_type != NAMESPACE:
+            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
+
+    def insert_child(self, row: ManifestRow, parent: list[str]) -> None:
+        """Insert one row under ``parent``, persisting table version management first when the constructor
+        asked for it.
+
+        A concurrent DropNamespace of the parent may delete it between our check and our insert. Both sides
+        write, then look again (the drop for children, we for the parent), so at least one sees the other;
+        here, a parent gone after the insert means the row is taken back and NamespaceNotFound is raised.
+        """
+        if self.config.table_version_management and not self.managed_persisted():
+            self.manifest.update_metadata({TABLE_VERSION_MANAGEMENT_KEY: "true"})
+        self.manifest.insert([row])
+        if parent and ids.object_id(parent) not in self.rows(ids.object_id(parent)):
+            self.manifest.delete_object(row.object_id, row.object_type)
+            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parent)}' (dropped concurrently)")
+
+    # -- tables -----------------------------------------------------------------------------------------
+    def v1_table(self, parts: list[str]) -> Table | None:
+        """Directory-listing lookup of a root table: ``<name>.lance`` with an entry and no deregistered
+        marker (one listing request)."""
+        if not (self.config.dir_listing_enabled and len(parts) == 1):
+            return None
+        location = ids.v1_location(parts[0])
+        entries = self.storage.list_dir(location)
+        if not entries or DEREGISTERED_MARKER in entries:
+            return None
+        return Table(parts, location)
+
+    def is_v1_location(self, table: Table) -> bool:
+        """Whether the directory listing also sees this table (a root ``<name>.lance`` directory)."""
+        return (
+            self.config.dir_listing_enabled
+            and len(table.parts) == 1
+            and table.location == ids.v1_location(table.parts[0])
+        )
+
+    def find_table(
+        self,
+        parts: list[str],
+        check_parent: bool = True,
+        rows: dict[str, ManifestRow] | None = None,
+        listed: bool = False,
+    ) -> Table:
+        """Locate a table: manifest first, then the directory listing (compatibility mode). ``rows``: the
+        rows of the table and its parent, when the caller already looked them up; ``listed``: the caller's
+        own directory listing just found no root table (no second listing)."""
+        table_oid = ids.object_id(parts)
+        if rows is None:
+            rows = self.rows(ids.object_id(parts[:-1]), table_oid)
+        if check_parent:
+            self.check_namespace(parts[:-1], rows)
+        row = rows.get(table_oid)
+        if row is not None and row.object_type == TABLE and row.location:
+            return Table(parts, row.location, row)
+        table = None if listed else self.v1_table(parts)
+        if table is None:
+            raise TableNotFoundError(f"Table not found: '{table_oid}'")
+        return table

@@ -1,0 +1,236 @@
+"""Committing table versions: CreateTableVersion and BatchCreateTableVersions (seed 000), with the commit
+protocol of seed 003.
+
+Without table version management a version is committed by copying its staged manifest to the final name with
+put-if-not-exists, table by table. With it, ``__manifest`` is an external manifest store: (1) the caller has
+staged the manifests; (2) one merge-insert of every entry's ``table_version`` row is the commit point, all or
+nothing; (3) each staged manifest is copied to its final name; (4) the rows are repointed at the final
+manifests. A crash after (2) is finished by the next reader (versions.finish).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lance_namespace import (
+    BatchCreateTableVersionsRequest,
+    BatchCreateTableVersionsResponse,
+    ConcurrentModificationError,
+    CreateTableVersionEntry,
+    CreateTableVersionRequest,
+    CreateTableVersionResponse,
+    InvalidInputError,
+    TableVersion,
+)
+
+from airflow_provider_lance.namespace import feature_flags
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace.catalog import Catalog, Table
+from airflow_provider_lance.namespace.concurrency import map_concurrently
+from airflow_provider_lance.namespace.manifest import TABLE_VERSION, DuplicateObjectError, ManifestRow
+from airflow_provider_lance.namespace.storage import FileInfo
+from airflow_provider_lance.namespace.versions import (
+    finalize,
+    latest_number,
+    manifests_differ,
+    naming_scheme,
+    table_version_from,
+    version_files,
+    version_names,
+    version_rows,
+)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A validated version to commit."""
+
+    table: Table
+    version: int
+    scheme: str
+    staged_key: str
+    final_key: str
+    metadata: dict[str, str] | None
+
+    @property
+    def object_id(self) -> str:
+        return ids.version_object_id(self.table.parts, self.version)
+
+
+# -- the operations ---------------------------------------------------------------------------------------
+def create_table_version(catalog: Catalog, request: CreateTableVersionRequest) -> CreateTableVersionResponse:
+    """CreateTableVersion: commit one staged manifest as the next version of a table."""
+    table = catalog.find_table(ids.validate_identifier(request.id, "table"))
+    entry = CreateTableVersionEntry(
+        id=request.id or [],
+        version=request.version,
+        manifest_path=request.manifest_path,
+        manifest_size=request.manifest_size,
+        e_tag=request.e_tag,
+        metadata=request.metadata,
+        naming_scheme=request.naming_scheme,
+    )
+    return CreateTableVersionResponse(version=_create(catalog, [(table, entry)])[0])
+
+
+def batch_create_table_versions(
+    catalog: Catalog, request: BatchCreateTableVersionsRequest
+) -> BatchCreateTableVersionsResponse:
+    """BatchCreateTableVersions: with table version management, every entry's row is committed in one
+    merge-insert (all or nothing); without it, entries are committed one by one (not atomic, as the spec
+    says)."""
+    if not request.entries:
+        raise InvalidInputError("BatchCreateTableVersions needs at least one entry")
+    # Every entry's table and parent rows in one lookup (one pass over the cached rows, not one per entry);
+    # the errors stay those of the first offending entry, in entry order.
+    identifiers: list[list[str] | InvalidInputError] = []
+    for entry in request.entries:
+        try:
+            identifiers.append(ids.validate_identifier(entry.id, "table"))
+        except InvalidInputError as error:
+            identifiers.append(error)
+    valid = [parts for parts in identifiers if not isinstance(parts, InvalidInputError)]
+    rows = catalog.rows(*(oid for p in valid for oid in (ids.object_id(p[:-1]), ids.object_id(p))))
+    located = []
+    for parts, entry in zip(identifiers, request.entries, strict=True):
+        if isinstance(parts, InvalidInputError):
+            raise parts
+        located.append((catalog.find_table(parts, rows=rows), entry))
+    keys = [(ids.object_id(entry.id), entry.version) for entry in request.entries]
+    if len(set(keys)) != len(keys):
+        raise InvalidInputError("BatchCreateTableVersions has the same table version twice")
+    return BatchCreateTableVersionsResponse(versions=_create(catalog, located))
+
+
+# -- the protocol -----------------------------------------------------------------------------------------
+def _create(catalog: Catalog, located: Sequence[tuple[Table, CreateTableVersionEntry]]) -> list[TableVersion]:
+    """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
+    entry serves both the scheme check and the version check."""
+    remote = catalog.storage.is_remote
+    listings = map_concurrently(lambda table: version_names(catalog, table), [t for t, _ in located], remote)
+    entries = [
+        _validate(catalog, table, entry, names) for (table, entry), names in zip(located, listings, strict=True)
+    ]
+    if not catalog.managed():
+        return [_create_unmanaged(catalog, entry) for entry in entries]
+    return _create_managed(catalog, entries, listings)
+
+
+def _validate(catalog: Catalog, table: Table, entry: CreateTableVersionEntry, names: Sequence[str]) -> _Entry:
+    """The staged manifest must be inside this table's ``_versions/``, staged (not final), for this version;
+    anything else is InvalidInput and changes nothing. ``names``: the table's ``_versions/``."""
+    if entry.version < 1:
+        raise InvalidInputError(f"Invalid version {entry.version} for '{table.object_id}'")
+    key = catalog.storage.key_of(entry.manifest_path)
+    directory = ids.versions_dir(table.location) + "/"
+    name = key[len(directory) :] if key and key.startswith(directory) else None
+    parsed = ids.parse_staged_manifest_name(name) if name else None
+    if parsed is None or parsed[0] != entry.version:
+        raise InvalidInputError(
+            f"Invalid manifest_path for '{table.object_id}' v{entry.version}: it must be a staged manifest of "
+            f"that version inside the table's {ids.VERSIONS_DIR}/ directory"
+        )
+    scheme = parsed[1]
+    if entry.naming_scheme and entry.naming_scheme.upper() != scheme:
+        raise InvalidInputError(f"naming_scheme {entry.naming_scheme!r} does not match '{name}'")
+    existing = naming_scheme(names)
+    if existing and existing != scheme:
+        raise InvalidInputError(f"'{table.object_id}' uses naming scheme {existing}, not {scheme}")
+    final_key = ids.manifest_key(table.location, entry.version, scheme)
+    return _Entry(table, entry.version, scheme, key or "", final_key, entry.metadata)
+
+
+def _create_unmanaged(catalog: Catalog, entry: _Entry) -> TableVersion:
+    """Seed 000 without management: staged → final with put-if-not-exists, ``version == latest + 1``,
+    idempotent for identical bytes, then the staged file is deleted."""
+    storage, oid = catalog.storage, entry.table.object_id
+    if not storage.exists(entry.staged_key):
+        if storage.exists(entry.final_key):  # a retry of a commit that already went through
+            return version_files(catalog, entry.table)[entry.version]
+        raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
+    files = version_files(catalog, entry.table)
+    if entry.version in files:
+        if manifests_differ(catalog, entry.staged_key, entry.final_key):
+            raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' already exists")
+    else:
+        latest = max(files, default=0)
+        if entry.version != latest + 1:
+            raise ConcurrentModificationError(
+                f"Version {entry.version} of '{oid}' is not the next version (latest is {latest})"
+            )
+        if not storage.copy_if_not_exists(entry.staged_key, entry.final_key) and manifests_differ(
+            catalog, entry.staged_key, entry.final_key
+        ):
+            raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' was committed concurrently")
+    storage.delete(entry.staged_key)
+    info = storage.info(entry.final_key)
+    return TableVersion(
+        version=entry.version,
+        manifest_path=storage.object_path(entry.final_key),
+        manifest_size=info.size,
+        e_tag=info.e_tag,
+        timestamp_millis=info.timestamp_millis,
+    )
+
+
+def _create_managed(catalog: Catalog, entries: list[_Entry], listings: list[list[str]]) -> list[TableVersion]:
+    """Seed 003 "External Store Commit", steps (2) to (4) for every entry at once. The per-entry file requests
+    run concurrently on remote stores."""
+    storage, remote = catalog.storage, catalog.storage.is_remote
+    now = int(time.time() * 1000)
+    infos = map_concurrently(lambda entry: _staged_info(catalog, entry), entries, remote)
+    all_rows = version_rows(catalog, [entry.table for entry in entries])
+    rows = []
+    for entry, names, table_rows, info in zip(entries, listings, all_rows, infos, strict=True):
+        oid = entry.table.object_id
+        # The version check comes first: a retry of a batch that was committed (its staged files are gone
+        # by now) must hear "version exists" (14), not "staged manifest not found" (13).
+        latest = latest_number(catalog, entry.table, names, table_rows)
+        if entry.version != latest + 1:
+            raise ConcurrentModificationError(
+                f"Version {entry.version} of '{oid}' is not the next version (latest is {latest})"
+            )
+        if info is None:
+            raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
+        metadata = {
+            "manifest_path": storage.object_path(entry.staged_key),
+            "manifest_size": info.size,
+            "e_tag": info.e_tag,
+            "naming_scheme": entry.scheme,
+            "timestamp_millis": now,
+        }
+        if entry.metadata:
+            metadata["metadata"] = dict(entry.metadata)
+        rows.append(ManifestRow(entry.object_id, TABLE_VERSION, None, metadata))
+    # Older writers must refuse this catalog cleanly once it holds table_version rows.
+    flag = feature_flags.with_writer_flag(catalog.manifest.metadata(), feature_flags.WRITER_FLAG_TABLE_VERSIONS)
+    if flag:
+        catalog.manifest.update_metadata(flag)
+    try:
+        catalog.manifest.insert(rows)  # (2) the commit point
+    except DuplicateObjectError as error:
+        table = (error.object_id or "").rpartition(ids.DELIMITER)[0] or "a table in the batch"
+        raise ConcurrentModificationError(
+            f"Version already exists for table '{table}' ({error.object_id}); nothing was committed"
+        ) from None
+    finalized_metadata = map_concurrently(  # (3) copy each staged manifest to its final name
+        lambda pair: finalize(catalog, pair[0].staged_key, pair[0].final_key, pair[1].metadata or {}),
+        list(zip(entries, rows, strict=True)),
+        remote,
+    )
+    finalized = [
+        ManifestRow(row.object_id, TABLE_VERSION, None, metadata)
+        for row, metadata in zip(rows, finalized_metadata, strict=True)
+    ]
+    catalog.manifest.upsert(finalized)  # (4) repoint the rows
+    return [table_version_from(entry.version, meta) for entry, meta in zip(entries, finalized_metadata, strict=True)]
+
+
+def _staged_info(catalog: Catalog, entry: _Entry) -> FileInfo | None:
+    """The staged manifest's size and e-tag (one head request), None when it does not exist."""
+    try:
+        return catalog.storage.info(entry.staged_key)
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,64 @@
+"""The engine's one thread pool, for two jobs:
+
+* running an operation that pylance called back from one of its Rust threads on a Python thread (a pylance
+  call made on such a thread crashes the interpreter: it holds the GIL without a Python thread state);
+* running the per-entry storage requests of a batch concurrently on a remote store (each request waits on
+  the network with the GIL released).
+
+A task already on the pool runs nested work inline, so a callback never waits for a free worker of its own
+pool. A forked child builds a pool of its own (it has none of its parent's threads).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+WORKERS = 16
+_THREAD_PREFIX = "lance-namespace"
+_LOCK = threading.Lock()
+_POOL: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=_THREAD_PREFIX))
+        return _POOL[1]
+
+
+def _on_pool() -> bool:
+    return threading.current_thread().name.startswith(_THREAD_PREFIX)
+
+
+def is_foreign_thread() -> bool:
+    """Whether the caller is a thread Python did not start (pylance calling back from Rust)."""
+    return isinstance(threading.current_thread(), threading._DummyThread)
+
+
+def run_on_python_thread(function: Callable[[], _R]) -> _R:
+    """``function()``, moved to a pool thread when called from a foreign thread."""
+    if not is_foreign_thread():
+        return function()
+    return _pool().submit(function).result()
+
+
+def map_concurrently(function: Callable[[_T], _R], items: Sequence[_T], concurrent: bool) -> list[_R]:
+    """``[function(item) for item in items]``, on the pool when ``concurrent`` and there are several items.
+    Every call finishes before the first failure (in item order) is raised, so no request of an operation
+    outlives it."""
+    if not concurrent or len(items) < 2 or _on_pool():
+        return [function(item) for item in items]
+    futures = [_pool().submit(function, item) for item in items]
+    errors = [future.exception() for future in futures]  # waits for all
+    for error in errors:
+        if error is not None:
+            raise error
+    return [future.result() for future in futures]

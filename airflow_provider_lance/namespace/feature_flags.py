@@ -1,0 +1,55 @@
+"""``__manifest`` feature flags: which readers and writers may touch a catalog.
+
+The ``__manifest`` table metadata holds two decimal u64 bitmasks, ``lance.namespace.manifest.reader_feature_flags``
+and ``...writer_feature_flags`` (absent = 0). An implementation refuses to read a catalog with a reader bit it
+does not know, and refuses to write one with an unknown writer bit (it still reads). Both this engine and the
+reference check them before every read and write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from lance_namespace import InternalError, UnsupportedOperationError
+
+READER_FLAGS_KEY = "lance.namespace.manifest.reader_feature_flags"
+WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
+
+# Writer bit 1: the catalog holds ``table_version`` rows. pylance 14's reference namespace fails every write
+# on such rows with an internal error; with this bit set it refuses writes cleanly and keeps reading.
+WRITER_FLAG_TABLE_VERSIONS = 1
+KNOWN_READER_FLAGS = 0
+KNOWN_WRITER_FLAGS = WRITER_FLAG_TABLE_VERSIONS
+
+
+def flags(metadata: Mapping[str, str], key: str) -> int:
+    """The bitmask stored under ``key`` (0 when absent)."""
+    try:
+        return int(metadata.get(key, "0") or "0")
+    except ValueError:
+        raise InternalError(f"Corrupt catalog: __manifest metadata {key}={metadata.get(key)!r}") from None
+
+
+def check_readable(metadata: Mapping[str, str]) -> None:
+    """Refuse a catalog that needs reader features this engine does not know."""
+    unknown = flags(metadata, READER_FLAGS_KEY) & ~KNOWN_READER_FLAGS
+    if unknown:
+        raise UnsupportedOperationError(
+            f"The __manifest table needs reader features {unknown} that this engine does not understand"
+        )
+
+
+def check_writable(metadata: Mapping[str, str]) -> None:
+    """Refuse to modify a catalog written with writer features this engine does not know."""
+    unknown = flags(metadata, WRITER_FLAGS_KEY) & ~KNOWN_WRITER_FLAGS
+    if unknown:
+        raise UnsupportedOperationError(
+            f"The __manifest table was written with writer feature flags {unknown} that this engine "
+            "does not understand; upgrade to modify this catalog"
+        )
+
+
+def with_writer_flag(metadata: Mapping[str, str], flag: int) -> dict[str, str] | None:
+    """The metadata update that sets writer ``flag``, or None when it is set already."""
+    current = flags(metadata, WRITER_FLAGS_KEY)
+    return None if current & flag else {WRITER_FLAGS_KEY: str(current | flag)}

@@ -1,0 +1,129 @@
+"""Namespace operations (seed 000): CreateNamespace, ListNamespaces, DescribeNamespace, NamespaceExists,
+DropNamespace. Namespaces exist only in the manifest (V2); in directory-listing mode only the root exists."""
+
+from __future__ import annotations
+
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    DropNamespaceRequest,
+    DropNamespaceResponse,
+    InvalidInputError,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    NamespaceAlreadyExistsError,
+    NamespaceExistsRequest,
+    NamespaceExistsResponse,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    UnsupportedOperationError,
+)
+
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace.catalog import Catalog
+from airflow_provider_lance.namespace.manifest import NAMESPACE, DuplicateObjectError, ManifestRow
+
+# CreateNamespace modes ("existok" is the spelling of older clients) and DropNamespace modes and behaviors.
+CREATE = "create"
+EXIST_OK = ("exist_ok", "existok")
+OVERWRITE = "overwrite"
+DROP_FAIL, DROP_SKIP = "fail", "skip"
+RESTRICT, CASCADE = "restrict", "cascade"
+
+
+def create_namespace(catalog: Catalog, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+    """CreateNamespace (V2 only): check the parent, then merge-insert the namespace row."""
+    parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
+    mode = (request.mode or CREATE).lower()
+    if mode not in (CREATE, *EXIST_OK, OVERWRITE):
+        raise InvalidInputError(f"Invalid mode '{request.mode}': expected create, exist_ok or overwrite")
+    if not parts:
+        raise NamespaceAlreadyExistsError("The root namespace always exists")
+    catalog.require_manifest("CreateNamespace")
+    oid = ids.object_id(parts)
+    rows = catalog.rows(ids.object_id(parts[:-1]), oid)
+    catalog.check_namespace(parts[:-1], rows)
+    existing = rows.get(oid)
+    if existing is not None:
+        if existing.object_type != NAMESPACE:
+            raise NamespaceAlreadyExistsError(f"A table already uses the identifier '{oid}'")
+        if mode in EXIST_OK:
+            return CreateNamespaceResponse(properties=existing.metadata or {})
+        if mode == CREATE:
+            raise NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'")
+    row = ManifestRow(oid, NAMESPACE, None, dict(request.properties or {}) or None)
+    if existing is not None:  # overwrite: replace the properties
+        catalog.manifest.upsert([row])
+    else:
+        try:
+            catalog.insert_child(row, parts[:-1])
+        except DuplicateObjectError:
+            if mode in EXIST_OK:
+                return CreateNamespaceResponse(properties=catalog.manifest.get(oid).metadata or {})
+            raise NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'") from None
+    return CreateNamespaceResponse(properties=dict(request.properties) if request.properties else None)
+
+
+def list_namespaces(catalog: Catalog, request: ListNamespacesRequest) -> ListNamespacesResponse:
+    """ListNamespaces: V1 has none; V2 lists namespace rows exactly one level below the parent."""
+    parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
+    if not catalog.config.manifest_enabled:
+        if parts:
+            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
+        return ListNamespacesResponse(namespaces=[])
+    catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
+    rows = catalog.manifest.children(ids.child_prefix(parts), NAMESPACE)
+    names = [name for row in rows if (name := ids.direct_child_name(row.object_id, parts))]
+    page, token = ids.paginate(names, request.page_token, request.limit)
+    return ListNamespacesResponse(namespaces=page, page_token=token)
+
+
+def describe_namespace(catalog: Catalog, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+    """DescribeNamespace: the namespace row's metadata as properties (the root has none)."""
+    parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
+    if not parts:
+        return DescribeNamespaceResponse(properties={})
+    rows = catalog.rows(ids.object_id(parts))
+    catalog.check_namespace(parts, rows)
+    return DescribeNamespaceResponse(properties=rows[ids.object_id(parts)].metadata or {})
+
+
+def namespace_exists(catalog: Catalog, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+    """NamespaceExists: answers if it exists, raises NamespaceNotFound otherwise."""
+    parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
+    catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
+    return NamespaceExistsResponse()
+
+
+def drop_namespace(catalog: Catalog, request: DropNamespaceRequest) -> DropNamespaceResponse:
+    """DropNamespace (V2 only): must exist and be empty, then its row is deleted. Cascade is refused."""
+    parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
+    mode = (request.mode or DROP_FAIL).lower()
+    behavior = (request.behavior or RESTRICT).lower()
+    if mode not in (DROP_FAIL, DROP_SKIP) or behavior not in (RESTRICT, CASCADE):
+        raise InvalidInputError(f"Invalid drop mode '{request.mode}' or behavior '{request.behavior}'")
+    if behavior == CASCADE:
+        raise UnsupportedOperationError("DropNamespace with behavior 'cascade' is not supported")
+    if not parts:
+        raise InvalidInputError("The root namespace cannot be dropped")
+    catalog.require_manifest("DropNamespace")
+    oid = ids.object_id(parts)
+    rows = catalog.rows(oid)
+    try:
+        catalog.check_namespace(parts, rows)
+    except NamespaceNotFoundError:
+        if mode == DROP_SKIP:
+            return DropNamespaceResponse()
+        raise
+    if catalog.manifest.children(ids.child_prefix(parts)):
+        raise NamespaceNotEmptyError(f"Namespace not empty: '{oid}'")
+    deleted = catalog.manifest.delete_object(oid, NAMESPACE)
+    if deleted == 0 and mode != DROP_SKIP:
+        raise NamespaceNotFoundError(f"Namespace not found: '{oid}' (dropped concurrently)")
+    if deleted and catalog.manifest.children(ids.child_prefix(parts)):
+        # A child was added concurrently (see Catalog.insert_child): put the namespace back.
+        catalog.manifest.insert([rows[oid]])
+        raise NamespaceNotEmptyError(f"Namespace not empty: '{oid}' (a child was added concurrently)")
+    return DropNamespaceResponse()

@@ -1,0 +1,71 @@
+"""How a spec operation becomes a ``LanceNamespace`` method: the request is coerced into its model, the
+operation runs on a Python thread inside one ``__manifest`` check-out, and failures surface as
+``lance_namespace`` errors with their codes (pylance keeps the code when it calls back into us)."""
+
+from __future__ import annotations
+
+import functools
+import typing
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pydantic
+from lance_namespace import InternalError, InvalidInputError, LanceNamespaceError, PermissionDeniedError
+
+from airflow_provider_lance.namespace.catalog import Catalog
+from airflow_provider_lance.namespace.concurrency import run_on_python_thread
+
+if TYPE_CHECKING:
+    from lance_namespace import LanceNamespace
+
+_Request = TypeVar("_Request", bound=pydantic.BaseModel)
+_Response = TypeVar("_Response")
+
+
+def coerce_request(request: Any, model: type[_Request]) -> _Request:
+    """A request model from a model, a dict (pylance calls back with dicts) or nothing."""
+    if request is None:
+        return model()
+    if isinstance(request, model):
+        return request
+    if isinstance(request, dict):
+        try:
+            return model.model_validate(request)
+        except pydantic.ValidationError as error:
+            raise InvalidInputError(f"Invalid {model.__name__}: {error}") from None
+    raise InvalidInputError(f"Expected a {model.__name__} or a dict, got {type(request).__name__}")
+
+
+@contextmanager
+def namespace_errors(operation: str) -> Iterator[None]:
+    """Storage and pylance failures as ``lance_namespace`` errors (PermissionDenied, else Internal)."""
+    try:
+        yield
+    except LanceNamespaceError:
+        raise
+    except PermissionError as error:
+        raise PermissionDeniedError(f"{operation}: permission denied: {error}") from error
+    except (OSError, ValueError, RuntimeError) as error:
+        raise InternalError(f"{operation} failed: {error}") from error
+
+
+def operation(
+    function: Callable[[Catalog, _Request], _Response],
+) -> Callable[[LanceNamespace, Any], _Response]:
+    """The ``DirectoryNamespace`` method for ``function(catalog, request)`` of an operation module."""
+    model = typing.get_type_hints(function)["request"]
+    name = function.__name__
+
+    @functools.wraps(function)
+    def method(self: Any, request: Any = None) -> _Response:
+        catalog: Catalog = self.catalog
+        parsed = coerce_request(request, model)
+
+        def run() -> _Response:
+            with namespace_errors(name), catalog.manifest.operation():  # one check-out per operation
+                return function(catalog, parsed)
+
+        return run_on_python_thread(run)
+
+    return method

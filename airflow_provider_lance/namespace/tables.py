@@ -1,0 +1,247 @@
+"""Table operations (seed 000): DeclareTable, ListTables, DescribeTable, TableExists, RegisterTable,
+DeregisterTable, DropTable.
+
+V1 (``dir_listing_enabled``): root tables are ``<name>.lance`` directories, markers say what is declared
+(``.lance-reserved``) or deregistered (``.lance-deregistered``). V2 (``manifest_enabled``): tables are rows of
+``__manifest``. Compatibility mode (both, the default): the manifest is consulted first, then the listing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from lance_namespace import (
+    ConcurrentModificationError,
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    DropTableRequest,
+    DropTableResponse,
+    InternalError,
+    InvalidInputError,
+    ListTablesRequest,
+    ListTablesResponse,
+    NamespaceNotFoundError,
+    RegisterTableRequest,
+    RegisterTableResponse,
+    TableAlreadyExistsError,
+    TableExistsRequest,
+    TableExistsResponse,
+    TableNotFoundError,
+    TableVersionNotFoundError,
+)
+
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace import versions
+from airflow_provider_lance.namespace.catalog import (
+    DEREGISTERED_MARKER,
+    MARKER_CONTENT,
+    RESERVED_MARKER,
+    Catalog,
+    Table,
+)
+from airflow_provider_lance.namespace.data.datasets import open_dataset
+from airflow_provider_lance.namespace.data.schema import to_json_schema
+from airflow_provider_lance.namespace.manifest import TABLE, DuplicateObjectError, ManifestRow
+
+
+def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTableResponse:
+    """DeclareTable: check the parent, pick the location, write ``.lance-reserved`` (put-if-not-exists), then
+    (V2) merge-insert the table row. A failure removes the marker this call wrote."""
+    parts = ids.validate_identifier(request.id, "table")
+    oid = ids.object_id(parts)
+    if not catalog.config.manifest_enabled and len(parts) > 1:
+        raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
+    rows = catalog.rows(ids.object_id(parts[:-1]), oid)
+    catalog.check_namespace(parts[:-1], rows)
+    if oid in rows or catalog.v1_table(parts) is not None:
+        raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+    if request.location is not None:
+        location = _location_from_request(catalog, request.location)
+    else:
+        location = ids.table_location(parts, catalog.config.dir_listing_enabled)
+    if catalog.storage.list_dir(location):  # one listing: a missing directory lists as empty
+        raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
+    if not catalog.storage.put_if_not_exists(f"{location}/{RESERVED_MARKER}", MARKER_CONTENT):
+        raise ConcurrentModificationError(f"Table '{oid}' is being declared concurrently")
+    if catalog.config.manifest_enabled:
+        try:
+            catalog.insert_child(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None), parts[:-1])
+        except Exception as error:
+            catalog.storage.delete_tree(location)
+            if isinstance(error, DuplicateObjectError):
+                raise TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
+            raise
+    return DeclareTableResponse(
+        location=catalog.storage.uri(location),
+        storage_options=catalog.config.storage_options or None,
+        properties=dict(request.properties) if request.properties else None,
+        managed_versioning=True if catalog.managed() else None,
+    )
+
+
+def _location_from_request(catalog: Catalog, location: str) -> str:
+    key = catalog.storage.key_of(location) if "://" in location else None
+    return ids.validate_relative_location(key if key is not None else location)
+
+
+def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesResponse:
+    """ListTables: manifest rows one level below the namespace, merged (root, compatibility mode) with the
+    ``*.lance`` directories of the root; manifest entries win on duplicates."""
+    parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
+    if parts and not catalog.config.manifest_enabled:
+        raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
+    names: set[str] = set()
+    if catalog.config.manifest_enabled:
+        catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
+        prefix = ids.child_prefix(parts)
+        child_ids = catalog.manifest.child_ids(prefix, TABLE)
+        names.update(rest for oid in child_ids if (rest := oid[len(prefix) :]) and ids.DELIMITER not in rest)
+    if catalog.config.dir_listing_enabled and not parts:
+        names.update(_v1_table_names(catalog, names))
+    if request.include_declared is False:
+        names = {
+            name for name in names if versions.has_manifests(catalog, catalog.find_table([*parts, name], False))
+        }
+    page, token = ids.paginate(names, request.page_token, request.limit)
+    return ListTablesResponse(tables=page, page_token=token)
+
+
+def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
+    """Root ``*.lance`` directories that are tables: one names-only listing of the root, then one listing per
+    candidate the manifest does not already list (a table with a row exists anyway)."""
+    names = []
+    for entry in catalog.storage.list_names(""):
+        if entry.endswith(ids.TABLE_SUFFIX) and entry != ids.TABLE_SUFFIX:
+            name = entry[: -len(ids.TABLE_SUFFIX)]
+            if name in known or catalog.v1_table([name]) is not None:
+                names.append(name)
+    return names
+
+
+def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeTableResponse:
+    """DescribeTable: locate the table, open it with pylance when it has data, and return name, schema,
+    version and location. A declared table without data answers ``is_only_declared``."""
+    parts = ids.validate_identifier(request.id, "table")
+    table = catalog.find_table(parts)
+    managed = catalog.managed()
+    version = request.version
+    if version is None and managed:
+        latest = versions.latest_version(catalog, table)
+        version = latest.version if latest else None
+    response = DescribeTableResponse(
+        table=parts[-1],
+        namespace=parts[:-1],
+        location=catalog.storage.uri(table.location),
+        table_uri=catalog.storage.uri(table.location),
+        storage_options=catalog.config.storage_options or None,
+        properties=table.properties,
+        managed_versioning=True if managed else None,
+    )
+    # A declared table (no manifest yet) is answered from one listing instead of a failed open.
+    declared_only = version is None and not managed and not versions.has_manifests(catalog, table)
+    dataset = None if declared_only else open_dataset(catalog, table, version)
+    if dataset is None:
+        if request.version is not None:
+            raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
+        response.is_only_declared = True
+        return response
+    response.version = dataset.version
+    response.var_schema = to_json_schema(dataset.schema)
+    return response
+
+
+def table_exists(catalog: Catalog, request: TableExistsRequest) -> TableExistsResponse:
+    """TableExists: answers if the table (and the requested version) exists, raises otherwise."""
+    parts = ids.validate_identifier(request.id, "table")
+    listed = request.version is None and catalog.config.dir_listing_enabled and len(parts) == 1
+    if listed and catalog.v1_table(parts) is not None:
+        return TableExistsResponse()  # a root table found by its directory listing exists anyway
+    table = catalog.find_table(parts, listed=listed)  # no second listing of a root table just listed
+    if request.version is not None:
+        versions.describe(catalog, table, request.version, catalog.managed())
+    return TableExistsResponse()
+
+
+def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterTableResponse:
+    """RegisterTable: record an existing table directory (relative to the root) under an identifier.
+    V1 only: re-register ``<name>.lance`` by removing its ``.lance-deregistered`` marker."""
+    parts = ids.validate_identifier(request.id, "table")
+    location = ids.validate_relative_location(request.location)
+    oid = ids.object_id(parts)
+    storage = catalog.storage
+    if not catalog.config.manifest_enabled:
+        if len(parts) > 1:
+            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
+        if location != ids.v1_location(parts[0]):
+            raise InvalidInputError(f"In directory-listing mode '{oid}' can only be at '{ids.v1_location(oid)}'")
+        if catalog.v1_table(parts) is not None:
+            raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+        if not storage.exists(f"{location}/{DEREGISTERED_MARKER}"):
+            raise TableNotFoundError(f"No deregistered table at '{location}'")
+        storage.delete(f"{location}/{DEREGISTERED_MARKER}")
+        return RegisterTableResponse(location=storage.uri(location), properties=request.properties)
+    rows = catalog.rows(ids.object_id(parts[:-1]), oid)
+    catalog.check_namespace(parts[:-1], rows)
+    if oid in rows or catalog.v1_table(parts) is not None:
+        raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+    if not storage.list_dir(location):
+        raise InvalidInputError(f"Invalid location '{location}': no table data there")
+    try:
+        catalog.insert_child(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None), parts[:-1])
+    except DuplicateObjectError:
+        raise TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
+    if catalog.is_v1_location(Table(parts, location)):
+        storage.delete(f"{location}/{DEREGISTERED_MARKER}")
+    return RegisterTableResponse(location=storage.uri(location), properties=request.properties)
+
+
+def deregister_table(catalog: Catalog, request: DeregisterTableRequest) -> DeregisterTableResponse:
+    """DeregisterTable: V2 deletes the row and keeps the files; V1 writes ``.lance-deregistered``.
+
+    In compatibility mode a root ``<name>.lance`` table deregistered through its row also gets the marker
+    (after the row is gone), so that the directory listing does not bring it back."""
+    parts = ids.validate_identifier(request.id, "table")
+    table = catalog.find_table(parts)
+    marker = f"{table.location}/{DEREGISTERED_MARKER}"
+    if table.row is not None:
+        _delete_table_rows(catalog, table)
+        if catalog.is_v1_location(table):
+            catalog.storage.put_if_not_exists(marker, MARKER_CONTENT)
+    elif not catalog.storage.put_if_not_exists(marker, MARKER_CONTENT):
+        raise TableNotFoundError(f"Table not found: '{table.object_id}' (deregistered concurrently)")
+    return DeregisterTableResponse(
+        id=parts, location=catalog.storage.uri(table.location), properties=table.properties
+    )
+
+
+def drop_table(catalog: Catalog, request: DropTableRequest) -> DropTableResponse:
+    """DropTable: V2 deletes the row (the commit point) then the directory; V1 deletes the directory and fails
+    if anything is left."""
+    parts = ids.validate_identifier(request.id, "table")
+    table = catalog.find_table(parts)
+    storage = catalog.storage
+    if table.row is not None:
+        _delete_table_rows(catalog, table)
+        # The row is gone, so the drop has succeeded: a failure to delete files leaves them unreachable.
+        with contextlib.suppress(OSError):
+            storage.delete_tree(table.location)
+    else:
+        storage.delete_tree(table.location)
+        if storage.list_dir(table.location):
+            raise InternalError(f"Drop of '{table.object_id}' left files behind; retry the drop")
+        # A table found by directory listing has no table row but may have table_version rows (managed commits
+        # through this engine): left behind, they would block commits to a re-created table.
+        if catalog.config.manifest_enabled and versions.version_rows(catalog, [table])[0]:
+            catalog.manifest.delete_table_versions(table.object_id)
+    return DropTableResponse(id=parts, location=storage.uri(table.location), properties=table.properties)
+
+
+def _delete_table_rows(catalog: Catalog, table: Table) -> None:
+    """Delete a table row and its ``table_version`` rows in one commit; TableNotFound if a concurrent call
+    deleted it first (exactly one caller wins)."""
+    if catalog.manifest.delete_table(table.object_id) == 0:
+        raise TableNotFoundError(f"Table not found: '{table.object_id}' (removed concurrently)")
