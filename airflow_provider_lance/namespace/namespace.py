@@ -14,6 +14,7 @@ from lance_namespace import LanceNamespace
 from airflow_provider_lance.namespace import commit, namespaces, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.config import NamespaceConfig
+from airflow_provider_lance.namespace.data import writes
 from airflow_provider_lance.namespace.operation import operation
 
 
@@ -62,3 +63,10 @@ class DirectoryNamespace(LanceNamespace):
     list_table_versions = operation(versions.list_table_versions)
     describe_table_version = operation(versions.describe_table_version)
     batch_delete_table_versions = operation(versions.batch_delete_table_versions)
+
+    # data plane
+    create_table = operation(writes.create_table)
+    insert_into_table = operation(writes.insert_into_table)
+    merge_insert_into_table = operation(writes.merge_insert_into_table)
+    update_table = operation(writes.update_table)
+    delete_from_table = operation(writes.delete_from_table)

@@ -5,19 +5,17 @@ operation runs on a Python thread inside one ``__manifest`` check-out, and failu
 from __future__ import annotations
 
 import functools
+import inspect
 import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import pydantic
 from lance_namespace import InternalError, InvalidInputError, LanceNamespaceError, PermissionDeniedError
 
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
-
-if TYPE_CHECKING:
-    from lance_namespace import LanceNamespace
 
 _Request = TypeVar("_Request", bound=pydantic.BaseModel)
 _Response = TypeVar("_Response")
@@ -51,21 +49,35 @@ def namespace_errors(operation: str) -> Iterator[None]:
 
 
 def operation(
-    function: Callable[[Catalog, _Request], _Response],
-) -> Callable[[LanceNamespace, Any], _Response]:
-    """The ``DirectoryNamespace`` method for ``function(catalog, request)`` of an operation module."""
+    function: Callable[..., _Response],
+) -> Callable[..., _Response]:
+    """The ``DirectoryNamespace`` method for ``function(catalog, request)`` of an operation module. A data-plane
+    function that also takes ``request_data`` (an Arrow IPC body) gets a method ``(request, request_data)``,
+    as ``lance_namespace.LanceNamespace`` declares it."""
     model = typing.get_type_hints(function)["request"]
     name = function.__name__
+    takes_data = "request_data" in inspect.signature(function).parameters
 
-    @functools.wraps(function)
-    def method(self: Any, request: Any = None) -> _Response:
+    def invoke(self: Any, request: Any, *request_data: bytes | None) -> _Response:
         catalog: Catalog = self.catalog
         parsed = coerce_request(request, model)
 
         def run() -> _Response:
             with namespace_errors(name), catalog.manifest.operation():  # one check-out per operation
-                return function(catalog, parsed)
+                return function(catalog, parsed, *request_data)
 
         return run_on_python_thread(run)
+
+    if takes_data:
+
+        @functools.wraps(function)
+        def method_with_data(self: Any, request: Any = None, request_data: bytes | None = None) -> _Response:
+            return invoke(self, request, request_data)
+
+        return method_with_data
+
+    @functools.wraps(function)
+    def method(self: Any, request: Any = None) -> _Response:
+        return invoke(self, request)
 
     return method

@@ -1,0 +1,163 @@
+"""How a data-plane operation reaches a table's Lance dataset: locating the table, opening it for a read (a
+version, a branch) or for a write, decoding the Arrow IPC body, and turning pylance's failures into
+``lance_namespace`` errors.
+
+Writes with table version management go through :class:`CatalogClient`: pylance opens the dataset through the
+namespace (``lance.dataset(namespace_client=..., table_id=...)``), stages each new manifest and commits it
+with CreateTableVersion, so every data-plane write becomes a ``table_version`` row (seed 003). Without
+management, writes commit straight to ``_versions/`` as any pylance writer does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import lance
+import pyarrow as pa
+from lance_namespace import (
+    InvalidInputError,
+    LanceNamespace,
+    LanceNamespaceError,
+    TableBranchAlreadyExistsError,
+    TableBranchNotFoundError,
+    TableNotFoundError,
+    TableTagAlreadyExistsError,
+    TableTagNotFoundError,
+    TableVersionNotFoundError,
+    UnsupportedOperationError,
+)
+
+from airflow_provider_lance.namespace import commit, tables, versions
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace.catalog import Catalog, Table
+from airflow_provider_lance.namespace.data.datasets import open_dataset
+from airflow_provider_lance.namespace.operation import operation
+
+# Phrases of pylance's error messages (its Python exceptions carry no kind) and what they mean.
+_INVALID_INPUT = (
+    "Invalid user input",
+    "Invalid input",
+    "Error parsing",
+    "sql parser error",
+    "Error tokenizing",
+    "No field named",
+    "FieldNotFound",
+    "Schema error",
+    "does not exist",
+    "already exists",
+    "different schema",
+)
+_VERSION_NOT_FOUND = ("Version not found error", ".manifest was not found")
+_REF_CONFLICT = "Ref conflict error"
+_REF_NOT_FOUND = "Ref not found error"
+
+
+class CatalogClient(LanceNamespace):
+    """The namespace pylance commits through for a managed write: the five operations its writer calls back
+    (the same functions the ``DirectoryNamespace`` facade serves), on this catalog."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def namespace_id(self) -> str:
+        return f"CatalogClient {{ root: '{self.catalog.config.root}' }}"
+
+    declare_table = operation(tables.declare_table)
+    describe_table = operation(tables.describe_table)
+    list_table_versions = operation(versions.list_table_versions)
+    describe_table_version = operation(versions.describe_table_version)
+    create_table_version = operation(commit.create_table_version)
+
+
+def locate(catalog: Catalog, identifier: list[str] | None) -> Table:
+    """The table named by a request's ``id`` (InvalidInput, NamespaceNotFound, TableNotFound)."""
+    return catalog.find_table(ids.validate_identifier(identifier, "table"))
+
+
+def read_ipc(request_data: bytes | None, operation_name: str) -> pa.Table:
+    """The rows of an Arrow IPC stream body; InvalidInput when it is missing or malformed."""
+    if not request_data:
+        raise InvalidInputError(f"Request data (Arrow IPC stream) is required for {operation_name}")
+    try:
+        return pa.ipc.open_stream(pa.BufferReader(request_data)).read_all()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
+        raise InvalidInputError(f"Invalid Arrow IPC stream for {operation_name}: {error}") from None
+
+
+def table_dataset(catalog: Catalog, table: Table, version: int | None = None) -> lance.LanceDataset:
+    """The table's dataset (the latest version, or ``version``): with management the latest is the one
+    ``__manifest`` commits (a commit left half-done is finished first). TableNotFound for a table that is
+    only declared, TableVersionNotFound for a missing version."""
+    if version is None and catalog.managed():
+        latest = versions.latest_version(catalog, table)
+        version = latest.version if latest else None
+    dataset = open_dataset(catalog, table, version)
+    if dataset is not None:
+        return dataset
+    if version is not None and versions.has_manifests(catalog, table):
+        raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
+    raise TableNotFoundError(f"Table '{table.object_id}' has no data (it is only declared)")
+
+
+def read_dataset(
+    catalog: Catalog, table: Table, version: int | None = None, branch: str | None = None
+) -> lance.LanceDataset:
+    """The dataset a read request names: the main line, or ``branch`` (its latest, or ``version`` of it)."""
+    if branch is None:
+        return table_dataset(catalog, table, version)
+    dataset = table_dataset(catalog, table)
+    check_branch(dataset, table, branch)
+    with pylance_errors(f"checkout of branch '{branch}'"):
+        return dataset.checkout_version((branch, version))
+
+
+def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> lance.LanceDataset:
+    """The dataset a write goes to. With management it is opened through :class:`CatalogClient`, so that
+    each commit is a managed version; a branch write is then refused (its versions are not main-line
+    versions, and ``__manifest`` tracks only those)."""
+    if catalog.managed():
+        if branch is not None:
+            raise UnsupportedOperationError(
+                f"Writes to branch '{branch}' are not supported with table version management"
+            )
+        table_dataset(catalog, table)  # TableNotFound for a table that is only declared
+        with pylance_errors("open"):
+            return lance.dataset(namespace_client=CatalogClient(catalog), table_id=table.parts)
+    return read_dataset(catalog, table, branch=branch)
+
+
+def check_branch(dataset: lance.LanceDataset, table: Table, branch: str) -> None:
+    """TableBranchNotFound unless the table has this branch."""
+    if branch not in dataset.branches.list():
+        raise TableBranchNotFoundError(f"Table branch not found: '{branch}' of '{table.object_id}'")
+
+
+def transaction_id(dataset: lance.LanceDataset) -> str | None:
+    """The uuid of the transaction that made the dataset's current version (what responses report)."""
+    transaction = dataset.read_transaction(dataset.version)
+    return transaction.uuid if transaction is not None else None
+
+
+@contextmanager
+def pylance_errors(what: str, reference: str = "") -> Iterator[None]:
+    """pylance's failures as ``lance_namespace`` errors: tags and branches (``reference`` names the tag or
+    branch), missing versions, and user input pylance rejects (predicates, expressions, columns). Anything
+    else is left to :func:`~airflow_provider_lance.namespace.operation.namespace_errors` (Internal)."""
+    try:
+        yield
+    except LanceNamespaceError:
+        raise
+    except (ValueError, OSError, RuntimeError, TypeError) as error:
+        message = str(error)
+        if _REF_CONFLICT in message:
+            kind = TableBranchAlreadyExistsError if "branch" in message.lower() else TableTagAlreadyExistsError
+            raise kind(f"{what}: '{reference}' already exists") from None
+        if _REF_NOT_FOUND in message:
+            kind = TableBranchNotFoundError if "branch" in message.lower() else TableTagNotFoundError
+            raise kind(f"{what}: '{reference}' not found") from None
+        if any(marker in message for marker in _VERSION_NOT_FOUND):
+            raise TableVersionNotFoundError(f"{what}: {message}") from None
+        if any(marker in message for marker in _INVALID_INPUT):
+            raise InvalidInputError(f"{what}: {message}") from None
+        raise
