@@ -14,7 +14,7 @@ from lance_namespace import LanceNamespace
 from airflow_provider_lance.namespace import commit, namespaces, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.config import NamespaceConfig
-from airflow_provider_lance.namespace.data import writes
+from airflow_provider_lance.namespace.data import reads, writes
 from airflow_provider_lance.namespace.operation import operation
 
 
@@ -70,3 +70,10 @@ class DirectoryNamespace(LanceNamespace):
     merge_insert_into_table = operation(writes.merge_insert_into_table)
     update_table = operation(writes.update_table)
     delete_from_table = operation(writes.delete_from_table)
+    count_table_rows = operation(reads.count_table_rows)
+    query_table = operation(reads.query_table)
+    explain_table_query_plan = operation(reads.explain_table_query_plan)
+    analyze_table_query_plan = operation(reads.analyze_table_query_plan)
+    get_table_stats = operation(reads.get_table_stats)
+    describe_transaction = operation(reads.describe_transaction)
+    list_all_tables = operation(reads.list_all_tables)

@@ -47,6 +47,7 @@ _INVALID_INPUT = (
     "does not exist",
     "already exists",
     "different schema",
+    "is not in the dataset",
 )
 _VERSION_NOT_FOUND = ("Version not found error", ".manifest was not found")
 _REF_CONFLICT = "Ref conflict error"
