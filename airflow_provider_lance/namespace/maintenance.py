@@ -25,6 +25,7 @@ and reports what it did.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import threading
@@ -192,4 +193,5 @@ def maintain_manifest(
     dataset = namespace.manifest.latest()
     if dataset is None:
         return {"skipped": "the catalog has no __manifest yet", "compacted": False, "versions_removed": 0}
-    return run(dataset, compact=compact, cleanup=cleanup, keep=older_than, min_fragments=min_fragments)
+    # a private copy: the manifest's dataset is shared by readers and must never be mutated
+    return run(copy.copy(dataset), compact=compact, cleanup=cleanup, keep=older_than, min_fragments=min_fragments)

@@ -8,22 +8,25 @@ never by a read, so read-only credentials can list and describe.
 from __future__ import annotations
 
 import json
+import random
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
+from lance_namespace import ConcurrentModificationError
 
 from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
-from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR, V1, V2, manifest_key
-from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
+from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
+from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
+from airflow_provider_lance.namespace.storage import Storage
 
 NAMESPACE = "namespace"
 TABLE = "table"
@@ -43,7 +46,8 @@ SCHEMA = pa.schema(
 # Table metadata key by which the spec turns table version management on for a catalog.
 TABLE_VERSION_MANAGEMENT_KEY = "table_version_management"
 
-_COLUMNS = ["object_id", "object_type", "location", "metadata"]
+_CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
+_T = TypeVar("_T")
 _MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?:[^"\\]|\\.)*)"')
 
 
@@ -92,10 +96,17 @@ def _table_and_versions_filter(table_oid: str) -> str:
 
 
 class ManifestTable:
-    """Reads and writes of ``<root>/__manifest``.
+    """Reads and writes of ``<root>/__manifest``, safe for many threads on one instance.
+
+    Every operation works on one snapshot (see snapshots.py), checked out at its first read. A write commits
+    on a private copy of the dataset and publishes the result. A commit that conflicts with another writer's
+    (pylance rebases what it can; an Overwrite by the reference's copy-on-write rewrite it cannot) is retried
+    on the new latest version up to ``commit_retries`` times: the write's intent is re-applied there, so a
+    true conflict (the same object id) still fails as a duplicate, and only contention that outlasts the
+    retries becomes ConcurrentModification.
 
     :param storage: the namespace storage (for the table URI and storage options).
-    :param commit_retries: how often a conflicting pylance commit is retried.
+    :param commit_retries: how often a conflicting commit is retried.
     :param maintenance_policy: when a commit triggers compaction and clean-up.
     """
 
@@ -106,98 +117,68 @@ class ManifestTable:
         self.storage_options = storage.options
         self.commit_retries = commit_retries
         self.maintenance_policy = maintenance_policy or MaintenancePolicy()
-        self._storage = storage
-        self._dataset: lance.LanceDataset | None = None
-        self._naming: str | None = None  # manifest naming scheme of __manifest ("V1"/"V2"), None if unknown
-        self._verified_at = float("-inf")  # monotonic time at which the cached version was last the latest
-        # All rows of one manifest version (reads filter it in memory); keyed by that version, so a commit
-        # by any process (a new latest version) makes the next read load the table again.
-        self._snapshot: tuple[int, pa.Table] | None = None
-        self._index: tuple[pa.Table, dict[str, int]] | None = None  # see _positions
-        self._scope = threading.local()  # per thread: inside an operation, has latest() been checked out?
+        self._snapshots = SnapshotStore(storage, storage.options)
+        self._scope = threading.local()  # per thread: the operation's snapshot
 
     @contextmanager
     def operation(self) -> Iterator[None]:
         """One namespace operation: the latest version is checked out once, at its first read (not at every
-        read of the operation); a write in the operation makes the next read check out again."""
+        read of the operation); its own writes move it forward."""
         depth = getattr(self._scope, "depth", 0)
         self._scope.depth = depth + 1
         if depth == 0:
-            self._scope.fresh = False
+            self._scope.snapshot = None
         try:
             yield
         finally:
             self._scope.depth = depth
 
     # -- opening ----------------------------------------------------------------------------------------
+    def _snapshot(self) -> Snapshot | None:
+        """The operation's snapshot (checked out now when the operation has none yet). Refuses catalogs with
+        reader features this engine does not know."""
+        in_operation = getattr(self._scope, "depth", 0) > 0
+        snapshot = getattr(self._scope, "snapshot", None) if in_operation else None
+        if snapshot is None:
+            snapshot = self._snapshots.latest()
+            if in_operation:
+                self._scope.snapshot = snapshot
+        if snapshot is not None:
+            feature_flags.check_readable(snapshot.dataset.metadata)
+        return snapshot
+
     def latest(self) -> lance.LanceDataset | None:
-        """The latest version (another process's commit is visible to the next call), or None if the
-        catalog has no manifest yet. Refuses catalogs with reader features this engine does not know."""
-        if self._dataset is None:
-            try:
-                started = time.monotonic()
-                self._dataset = lance.dataset(self.uri, storage_options=self.storage_options or None)
-                self._verified_at = started
-            except (ValueError, OSError) as error:
-                # a 403 ("...Access Key Id you provided does not exist...") is a failure, never "no catalog"
-                if is_not_found_error(error):
-                    return None
-                raise
-            self._naming = self._detect_naming(self._dataset.version)
-        elif not (getattr(self._scope, "depth", 0) and getattr(self._scope, "fresh", False)):
-            self._refresh(self._dataset)
-        self._scope.fresh = True
-        feature_flags.check_readable(self._dataset.metadata)
-        return self._dataset
+        """The latest version's dataset (read-only: never mutate it), or None if the catalog has no
+        ``__manifest`` yet."""
+        snapshot = self._snapshot()
+        return snapshot.dataset if snapshot is not None else None
 
-    def _refresh(self, dataset: lance.LanceDataset) -> None:
-        """Move ``dataset`` to the latest version. Lance commits version N+1 with an atomic create of its
-        manifest, so "no manifest N+1" means N is the latest: one existence check (one request, whatever
-        the number of versions; the reference checks the same way) instead of ``checkout_latest``, which
-        lists all of ``_versions/``. That holds only while N+1 cannot have been cleaned up already: clean-up
-        removes a version only once its successor is older than the keep window, so the shortcut is taken
-        only when N was verified as the latest less than ``maintenance.REVALIDATE_AFTER`` ago (clean-up
-        refuses windows shorter than that). Otherwise, on a newer version or an unknown naming scheme,
-        ``checkout_latest`` as before."""
-        started = time.monotonic()
-        following = manifest_key(MANIFEST_DIR, dataset.version + 1, self._naming) if self._naming else None
-        recent = started - self._verified_at < maintenance.REVALIDATE_AFTER.total_seconds()
-        if following is None or not recent or self._storage.file_exists(following):
-            dataset.checkout_latest()
-        self._verified_at = started
-
-    def _detect_naming(self, version: int) -> str | None:
-        for naming in (V2, V1):
-            if self._storage.file_exists(manifest_key(MANIFEST_DIR, version, naming)):
-                return naming
-        return None
-
-    def _for_write(self) -> lance.LanceDataset:
-        dataset = self.latest() or self._create()
-        feature_flags.check_writable(dataset.metadata)
-        return dataset
-
-    def _create(self) -> lance.LanceDataset:
+    def _create(self) -> Snapshot:
         """Create the empty table as version 1, exclusively. ``write_dataset(mode="create")`` is not: a
         creator that loses the race for version 1 retries as an *Overwrite* at the next version, which would
         erase rows committed in between (measured: two "successful" creates of one table). A commit with no
         retries either writes version 1 or fails, and a failure whose table now exists means another writer
         created it first. (pylance 14 commits an empty Overwrite as data storage version 2.2.)"""
         try:
-            self._dataset = lance.LanceDataset.commit(
+            dataset = lance.LanceDataset.commit(
                 self.uri,
                 lance.LanceOperation.Overwrite(SCHEMA, []),
                 max_retries=0,
                 enable_v2_manifest_paths=True,
                 storage_options=self.storage_options or None,
             )
-            self._naming = V2
         except (ValueError, OSError):
-            dataset = self.latest()  # a concurrent writer created it first
-            if dataset is None:
+            snapshot = self._snapshots.latest()  # a concurrent writer created it first
+            if snapshot is None:
                 raise
-            return dataset
-        return self._dataset
+            return snapshot
+        return self._publish(Snapshot(dataset, None))
+
+    def _publish(self, snapshot: Snapshot) -> Snapshot:
+        self._snapshots.publish(snapshot)
+        if getattr(self._scope, "depth", 0):
+            self._scope.snapshot = snapshot
+        return snapshot
 
     # -- reads ------------------------------------------------------------------------------------------
     def metadata(self) -> dict[str, str]:
@@ -205,15 +186,9 @@ class ManifestTable:
         return dict(dataset.metadata) if dataset is not None else {}
 
     def _rows(self) -> pa.Table | None:
-        """Every row of the latest version (one scan per version; a full scan of the four columns costs less
-        than a filtered one, which reads the same columns and evaluates the SQL filter)."""
-        dataset = self.latest()
-        if dataset is None:
-            return None
-        version = dataset.version
-        if self._snapshot is None or self._snapshot[0] != version:
-            self._snapshot = (version, dataset.to_table(columns=_COLUMNS))
-        return self._snapshot[1]
+        """Every row of the operation's snapshot (read once per version)."""
+        snapshot = self._snapshot()
+        return snapshot.table() if snapshot is not None else None
 
     def _select(self, mask: Any) -> list[ManifestRow]:
         table = self._rows()
@@ -226,27 +201,17 @@ class ManifestTable:
         dataset = self.latest()
         if dataset is None:
             return []
-        table = dataset.to_table(columns=["object_id", "object_type", "location", "metadata"], filter=where)
+        table = dataset.to_table(columns=COLUMNS, filter=where)
         return [ManifestRow.from_arrow(row) for row in table.to_pylist()]
-
-    def _positions(self) -> tuple[pa.Table, dict[str, int]] | None:
-        """The cached rows and ``object_id`` → row position, built once per manifest version: lookups by id
-        (every table and namespace operation makes one) are then dictionary hits, not column scans."""
-        table = self._rows()
-        if table is None:
-            return None
-        if self._index is None or self._index[0] is not table:
-            self._index = (table, {oid: position for position, oid in enumerate(table["object_id"].to_pylist())})
-        return table, self._index[1]
 
     def get(self, object_id: str) -> ManifestRow | None:
         return self.get_many([object_id]).get(object_id)
 
     def get_many(self, object_ids: Iterable[str]) -> dict[str, ManifestRow]:
-        indexed = self._positions()
-        if indexed is None:
+        snapshot = self._snapshot()
+        if snapshot is None:
             return {}
-        table, positions = indexed
+        table, positions = snapshot.index()
         found = {}
         for oid in object_ids:
             position = positions.get(oid)
@@ -289,62 +254,41 @@ class ManifestTable:
     # -- writes -----------------------------------------------------------------------------------------
     def insert(self, rows: list[ManifestRow]) -> None:
         """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists."""
-        dataset = self._for_write()
-        data = pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
-        before = dataset.version
+        data = _arrow(rows)
+
+        def write(dataset: lance.LanceDataset) -> None:
+            dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all().conflict_retries(
+                self.commit_retries
+            ).execute(data)
+
         try:
-            (
-                dataset.merge_insert("object_id")
-                .when_matched_fail()
-                .when_not_matched_insert_all()
-                .conflict_retries(self.commit_retries)
-                .execute(data)
-            )
+            self._commit(write, lambda table: _concat(table, data))
         except OSError as error:
-            self._after_write(dataset, committed=False)
             match = _MATCHED_ROW.search(str(error))
             if match:
                 raise DuplicateObjectError(match.group(1)) from None
             raise
-        self._after_write(dataset, change=(before, lambda table: _concat(table, data)))
 
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
-        dataset = self._for_write()
-        data = pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
-        before = dataset.version
+        data = _arrow(rows)
         replaced = data["object_id"].combine_chunks()
-        try:
-            (
-                dataset.merge_insert("object_id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .conflict_retries(self.commit_retries)
-                .execute(data)
-            )
-        except BaseException:
-            self._after_write(dataset, committed=False)
-            raise
-        self._after_write(
-            dataset,
-            change=(
-                before,
-                lambda table: _concat(table.filter(pc.invert(pc.is_in(table["object_id"], replaced))), data),
-            ),
-        )
+
+        def write(dataset: lance.LanceDataset) -> None:
+            dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all().conflict_retries(
+                self.commit_retries
+            ).execute(data)
+
+        def change(table: pa.Table) -> pa.Table:
+            return _concat(table.filter(pc.invert(pc.is_in(table["object_id"], replaced))), data)
+
+        self._commit(write, change)
 
     def delete(self, where: str) -> int:
         """Delete matching rows in one commit; returns how many were deleted."""
-        dataset = self.latest()
-        if dataset is None:
+        if self.latest() is None:
             return 0
-        dataset = self._for_write()
-        try:
-            result = dataset.delete(where, conflict_retries=self.commit_retries)
-        except BaseException:
-            self._after_write(dataset, committed=False)
-            raise
-        self._after_write(dataset)
+        result = self._commit(lambda dataset: dataset.delete(where, conflict_retries=self.commit_retries))
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
     def delete_object(self, object_id: str, object_type: str) -> int:
@@ -365,42 +309,57 @@ class ManifestTable:
 
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
-        dataset = self._for_write()
-        before = dataset.version
-        try:
-            dataset.update_metadata(values)
-        except BaseException:
-            self._after_write(dataset, committed=False)
-            raise
-        self._after_write(dataset, change=(before, lambda table: table))
+        self._commit(lambda dataset: dataset.update_metadata(values), lambda table: table)
 
-    def _after_write(
+    def _commit(
         self,
-        dataset: lance.LanceDataset,
-        committed: bool = True,
-        change: tuple[int, Callable[[pa.Table], pa.Table]] | None = None,
-    ) -> None:
-        """The one place every ``__manifest`` write passes. A commit leaves the dataset at the version it
-        created (at least as new as the operation's check-out, so the operation's later reads may use it);
-        a failed write makes the next read check out again (it must see the winning writer's rows).
-        ``change`` = (version written on, how the commit changed the rows): when the commit is exactly the
-        next version after the cached rows (no other writer in between), the cache moves to the new version
-        by applying the change instead of scanning the table again.
-        Maintenance (compaction, clean-up of old versions) runs when a commit crosses its threshold."""
-        if not committed:
-            self._scope.fresh = False
-            return
-        if change is not None and self._snapshot is not None:
-            before, apply = change
-            if self._snapshot[0] == before and dataset.version == before + 1:
-                self._snapshot = (dataset.version, apply(self._snapshot[1]))
-        maintenance.maybe_maintain(dataset, self.maintenance_policy)
+        write: Callable[[lance.LanceDataset], _T],
+        change: Callable[[pa.Table], pa.Table] | None = None,
+    ) -> _T:
+        """The one place every ``__manifest`` write passes: ``write`` commits on a private copy of the latest
+        snapshot; the result is published. A conflicting commit is retried on the new latest version.
+        ``change``: how the commit changed the rows, applied to the cached rows when the commit is exactly the
+        next version (no other writer in between) instead of scanning the table again. Maintenance
+        (compaction, clean-up of old versions) runs when a commit crosses its threshold."""
+        for attempt in range(self.commit_retries + 1):
+            snapshot = self._snapshot() or self._create()
+            feature_flags.check_writable(snapshot.dataset.metadata)
+            dataset = snapshot.private()
+            try:
+                result = write(dataset)
+            except (OSError, ValueError, RuntimeError) as error:
+                self._scope.snapshot = None  # the next read must see the winning writer's rows
+                if not _is_commit_conflict(error):
+                    raise
+                if attempt == self.commit_retries:
+                    raise ConcurrentModificationError(
+                        f"__manifest commit still conflicting after {self.commit_retries} retries: {error}"
+                    ) from error
+                time.sleep(random.uniform(0, 0.01 * 2 ** min(attempt, 6)))  # back off, de-synchronised
+                continue
+            published = Snapshot(dataset, None)
+            if change is not None and snapshot.rows is not None and dataset.version == snapshot.version + 1:
+                published.rows = change(snapshot.rows)
+            self._publish(published)
+            maintenance.maybe_maintain(published.private(), self.maintenance_policy)
+            return result
+        raise AssertionError("unreachable")
+
+
+def _arrow(rows: list[ManifestRow]) -> pa.Table:
+    return pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
+
+
+def _is_commit_conflict(error: BaseException) -> bool:
+    """Whether a Lance commit failed only because another writer committed first (safe to re-apply)."""
+    text = str(error).lower()
+    return any(marker in text for marker in _CONFLICT_MARKERS)
 
 
 def _concat(table: pa.Table, rows: pa.Table) -> pa.Table:
     """``table`` (cached rows) with ``rows`` (new rows in :data:`SCHEMA`) appended (in one chunk per 64
     appends, so that the in-memory filters stay vectorised)."""
-    combined = pa.concat_tables([table, rows.select(_COLUMNS).cast(table.schema)])
+    combined = pa.concat_tables([table, rows.select(COLUMNS).cast(table.schema)])
     return combined.combine_chunks() if combined.column(0).num_chunks > 64 else combined
 
 

@@ -223,18 +223,43 @@ class Storage:
     def exists(self, key: str) -> bool:
         return bool(self.fs.exists(self.path(key)))
 
-    def file_exists(self, key: str) -> bool:
-        """Whether the file ``key`` exists, in exactly one request: on S3 a one-byte ranged GET (s3fs's
-        ``exists`` follows a 404 HEAD with a LIST, to look for a "directory"); locally one ``stat``."""
+    def file_info(self, key: str) -> FileInfo | None:
+        """The file ``key``'s size and e-tag, or None when it does not exist, in exactly one request: on S3 a
+        HEAD (s3fs's ``info``/``exists`` follow a 404 with a LIST, to look for a "directory"); locally one
+        ``stat``."""
         if self.scheme == "file":
-            return os.path.isfile(self.path(key))
+            try:
+                stat = os.stat(self.path(key))
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return self._file_info({"mtime": stat.st_mtime, "ino": stat.st_ino, "size": stat.st_size})
         if self.scheme == "memory":
-            return bool(self.fs.isfile(self.path(key)))
+            return self._file_info(self.fs.info(self.path(key))) if self.fs.isfile(self.path(key)) else None
+        from fsspec.asyn import sync
+
+        bucket, _, object_key = self.fs._strip_protocol(self.path(key)).partition("/")
         try:
-            self.fs.cat_file(self.path(key), start=0, end=1)
+            head = sync(self.fs.loop, self.fs._call_s3, "head_object", Bucket=bucket, Key=object_key)
         except FileNotFoundError:
-            return False
-        return True
+            return None
+        return FileInfo(size=int(head["ContentLength"]), e_tag=head.get("ETag"), timestamp_millis=None)
+
+    def first_entry(self, key: str) -> tuple[str, str | None] | None:
+        """The first file (byte order) in the directory ``key`` as (name, e-tag), None when the directory is
+        empty or missing: on S3 one request (listings are sorted: ``MaxKeys=1``), elsewhere a listing and a
+        ``stat``."""
+        if self.scheme not in ("s3", "s3a"):
+            name = min(self.list_names(key), default=None)
+            info = self.file_info(f"{key}/{name}") if name is not None else None
+            return (name, info.e_tag) if name is not None and info is not None else None
+        from fsspec.asyn import sync
+
+        bucket, _, prefix = self.fs._strip_protocol(self.path(key)).rstrip("/").partition("/")
+        listed = sync(
+            self.fs.loop, self.fs._call_s3, "list_objects_v2", Bucket=bucket, Prefix=prefix + "/", MaxKeys=1
+        )
+        contents = listed.get("Contents") or []
+        return (contents[0]["Key"].rpartition("/")[2], contents[0].get("ETag")) if contents else None
 
     def list_dir(self, key: str = "") -> dict[str, FileInfo | None]:
         """Direct children of ``key``: name → FileInfo for files, None for directories; {} if missing."""

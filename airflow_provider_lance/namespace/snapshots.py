@@ -1,0 +1,142 @@
+"""Snapshots of ``__manifest``: which version is the latest, and the state threads share.
+
+One namespace instance is shared by many threads (Airflow's triggerer, lancedb, Ray). A pylance dataset object
+is not safe to use from one thread while another mutates it ("Already mutably borrowed"), and commits,
+``checkout_latest`` and compaction all mutate. So a :class:`Snapshot` holds a dataset object that nobody
+mutates once it is published: readers share it, and a writer commits on a private copy (``copy.copy``, a
+few microseconds) which it then publishes as the next snapshot.
+
+Freshness (every operation sees every commit made before it started, by any process):
+
+* S3: one ``LIST`` with ``MaxKeys=1`` of ``__manifest/_versions/`` returns the newest manifest (V2 names
+  ``u64::MAX - version`` sort newest first) and its e-tag: exact, one request, whatever the history.
+* local disk and memory: no manifest N+1 and manifest N unchanged (same inode, mtime, size) means N is still
+  the latest: two ``stat`` calls. A catalog deleted and re-created at the same root changes manifest N. The
+  one case this misses, an outside clean-up that removes N+1 but keeps N (only possible for a tagged N), is
+  bounded: a full listing at least every ``REVALIDATE_AFTER``.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from dataclasses import dataclass, field
+
+import lance
+import pyarrow as pa
+
+from airflow_provider_lance.namespace.identifiers import (
+    MANIFEST_DIR,
+    V2,
+    manifest_key,
+    parse_manifest_name,
+    versions_dir,
+)
+from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
+
+# Local and memory stores: the longest a "no manifest N+1" answer is trusted without a full listing.
+REVALIDATE_AFTER_SECONDS = 120.0
+COLUMNS = ["object_id", "object_type", "location", "metadata"]
+
+
+@dataclass
+class Snapshot:
+    """One version of ``__manifest`` as this process saw it. ``dataset`` is never mutated (take a private
+    copy to write); ``rows`` and ``positions`` are filled once, on first use."""
+
+    dataset: lance.LanceDataset
+    e_tag: str | None  # of the version's manifest file; None until first checked
+    verified_at: float = field(default_factory=time.monotonic)
+    rows: pa.Table | None = None
+    positions: dict[str, int] | None = None
+
+    @property
+    def version(self) -> int:
+        return self.dataset.version
+
+    def private(self) -> lance.LanceDataset:
+        """A copy of the dataset that the caller may mutate (commit on, check out, compact)."""
+        return copy.copy(self.dataset)
+
+    def table(self) -> pa.Table:
+        """Every row (one scan per version: a full scan of the four columns costs less than a filtered one)."""
+        if self.rows is None:
+            self.rows = self.dataset.to_table(columns=COLUMNS)
+        return self.rows
+
+    def index(self) -> tuple[pa.Table, dict[str, int]]:
+        """The rows and ``object_id`` → row position (lookups by id become dictionary hits)."""
+        table = self.table()
+        if self.positions is None:
+            self.positions = {oid: position for position, oid in enumerate(table["object_id"].to_pylist())}
+        return table, self.positions
+
+
+class SnapshotStore:
+    """The latest published snapshot of one ``__manifest`` and how to check that it still is the latest.
+
+    :param storage: the namespace storage.
+    :param storage_options: what pylance opens the table with.
+    """
+
+    def __init__(self, storage: Storage, storage_options: dict[str, str]) -> None:
+        self.uri = storage.uri(MANIFEST_DIR)
+        self._storage = storage
+        self._storage_options = storage_options or None
+        self._lock = threading.Lock()
+        self._current: Snapshot | None = None
+
+    def publish(self, snapshot: Snapshot | None) -> Snapshot | None:
+        with self._lock:
+            self._current = snapshot
+        return snapshot
+
+    def latest(self) -> Snapshot | None:
+        """The latest snapshot, checked against storage now; None when the catalog has no ``__manifest``."""
+        with self._lock:
+            current = self._current
+        if current is not None and self._is_latest(current):
+            return current
+        return self.publish(self._open(current))
+
+    def _is_latest(self, snapshot: Snapshot) -> bool:
+        if self._storage.scheme in ("s3", "s3a"):
+            head = self._storage.first_entry(versions_dir(MANIFEST_DIR))
+            parsed = parse_manifest_name(head[0]) if head else None
+            if parsed is None or parsed != (snapshot.version, V2):
+                return False
+            return _same_file(snapshot, head[1])
+        now = time.monotonic()
+        if now - snapshot.verified_at > REVALIDATE_AFTER_SECONDS:
+            return False
+        if self._storage.file_info(manifest_key(MANIFEST_DIR, snapshot.version + 1, V2)) is not None:
+            return False
+        info = self._storage.file_info(manifest_key(MANIFEST_DIR, snapshot.version, V2))
+        return info is not None and _same_file(snapshot, info.e_tag)
+
+    def _open(self, previous: Snapshot | None) -> Snapshot | None:
+        """Open the latest version: from the previous snapshot's copy (reusing pylance's cache) when the table
+        only moved forward, else from scratch (a re-created catalog must not be read from the cache)."""
+        try:
+            if previous is not None and self._storage.file_info(manifest_key(MANIFEST_DIR, previous.version, V2)):
+                dataset = previous.private()
+                dataset.checkout_latest()
+                if dataset.version > previous.version:
+                    return Snapshot(dataset, None)
+            dataset = lance.dataset(self.uri, storage_options=self._storage_options)
+        except (ValueError, OSError) as error:
+            # a 403 ("...Access Key Id you provided does not exist...") is a failure, never "no catalog"
+            if is_not_found_error(error):
+                return None
+            raise
+        return Snapshot(dataset, None)
+
+
+def _same_file(snapshot: Snapshot, e_tag: str | None) -> bool:
+    """Whether the version's manifest file is the one the snapshot was made from (the first check records
+    it)."""
+    if snapshot.e_tag is None:
+        snapshot.e_tag = e_tag
+        return True
+    return snapshot.e_tag == e_tag
