@@ -14,7 +14,7 @@ import lance.namespace
 import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from airflow_provider_lance.namespace.staging import latest_version
+from airflow_provider_lance.staging import latest_version
 from airflow_provider_lance.spark import stage_dataframes
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
