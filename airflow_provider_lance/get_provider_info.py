@@ -51,7 +51,17 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "hooks": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.hooks.lance"]}],
-        "operators": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.operators.lance"]}],
+        "operators": [
+            {
+                "integration-name": "Lance",
+                "python-modules": [
+                    "airflow_provider_lance.operators.namespace",
+                    "airflow_provider_lance.operators.table",
+                    "airflow_provider_lance.operators.version",
+                    "airflow_provider_lance.operators.maintenance",
+                ],
+            }
+        ],
         "sensors": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.sensors.lance"]}],
         "triggers": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.triggers.lance"]}],
         "connection-types": [

@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from airflow_provider_lance.namespace.staging import stage_data
     from airflow_provider_lance.spark import stage_dataframe
+    from airflow_provider_lance.staging import stage_data
 
     work = Path(tempfile.mkdtemp(prefix="lance-spark-bench-"))
     try:

@@ -20,7 +20,7 @@ import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
-from airflow_provider_lance.operators.lance import LanceBatchCreateTableVersionsOperator
+from airflow_provider_lance.operators.version import LanceBatchCreateTableVersionsOperator
 from airflow_provider_lance.sensors.lance import LanceTableVersionSensor
 from airflow_provider_lance.spark import job_path
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import DAG, Param
 
-from airflow_provider_lance.operators.lance import LanceBatchDeleteTableVersionsOperator
+from airflow_provider_lance.operators.version import LanceBatchDeleteTableVersionsOperator
 
 TABLES = ["demo.users", "demo.events", "demo.scores"]
 

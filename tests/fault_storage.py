@@ -21,7 +21,7 @@ import lance
 import lance_namespace as ln
 import pyarrow as pa
 
-from airflow_provider_lance.namespace.staging import StagingNamespace
+from airflow_provider_lance.staging import StagingNamespace
 
 STORAGE_READS = ("exists", "list_dir", "read", "info")
 STORAGE_WRITES = ("write", "put_if_not_exists", "delete", "delete_tree")

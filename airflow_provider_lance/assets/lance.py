@@ -28,7 +28,7 @@ LOCAL_HOST = "localhost"
 
 
 def _table_parts(table_id: str | Sequence[str]) -> list[str]:
-    from airflow_provider_lance.hooks.lance import parse_identifier
+    from airflow_provider_lance.utils.identifiers import parse_identifier
 
     parts = parse_identifier(table_id)
     if not parts:

@@ -15,8 +15,9 @@ from airflow.providers.common.compat.sdk import (
     conf,
 )
 
-from airflow_provider_lance.hooks.lance import LanceHook, format_identifier, parse_identifier
+from airflow_provider_lance.hooks.lance import LanceHook
 from airflow_provider_lance.triggers.lance import LanceTableExistenceTrigger, LanceTableVersionTrigger
+from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("airflow_provider_lance.spark.job")
 
-DEFAULT_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
 FORMATS = ("parquet", "csv", "json")
 
 
@@ -156,8 +155,9 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     """
     from pyspark.sql import SparkSession
 
-    from airflow_provider_lance.namespace.staging import write_entries
+    from airflow_provider_lance.namespace.storage import s3fs_arguments
     from airflow_provider_lance.spark.staging import parse_table_id, stage_dataframes
+    from airflow_provider_lance.staging import write_entries
 
     args = build_parser().parse_args(argv)
     properties = namespace_properties(args)
@@ -179,40 +179,13 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
         storage_options=storage_options,
         create_parents=not args.no_create_parents,
     )
-    write_entries([s.entry for s in staged], args.entries_out, storage_options=_fsspec_options(storage_options))
+    write_entries([s.entry for s in staged], args.entries_out, storage_options=s3fs_arguments(storage_options))
     summary = {
         "entries_out": args.entries_out,
         "tables": [{"table": ".".join(s.entry.id), "version": s.entry.version, "rows": s.rows} for s in staged],
     }
     log.info("Staged %s", summary)
     return summary
-
-
-def _fsspec_options(storage_options: dict[str, str]) -> dict[str, Any]:
-    """Translate Lance/object_store S3 options into s3fs options for the entries document.
-
-    :param storage_options: the Lance storage options.
-    """
-    options: dict[str, Any] = {}
-    key = storage_options.get("aws_access_key_id") or storage_options.get("access_key_id")
-    secret = storage_options.get("aws_secret_access_key") or storage_options.get("secret_access_key")
-    endpoint = next(
-        (storage_options[k] for k in ("aws_endpoint", "endpoint", "aws_endpoint_url") if k in storage_options),
-        None,
-    )
-    region = storage_options.get("aws_region") or storage_options.get("region")
-    if key:
-        options["key"] = key
-    if secret:
-        options["secret"] = secret
-    client_kwargs = {}
-    if endpoint:
-        client_kwargs["endpoint_url"] = endpoint
-    if region:
-        client_kwargs["region_name"] = region
-    if client_kwargs:
-        options["client_kwargs"] = client_kwargs
-    return options
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 The executors write the Lance data files in parallel (``mapInArrow`` + ``lance.fragment.write_fragments``) and
 send back only the fragments' metadata as small JSON strings; no row reaches the driver. The driver then stages
-one new version per table with :mod:`airflow_provider_lance.namespace.staging` and returns the
+one new version per table with :mod:`airflow_provider_lance.staging` and returns the
 ``CreateTableVersionEntry`` to commit later with ``batch_create_table_versions``. Until then readers see the
 old versions.
 """
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import lance_namespace as ln
 import pyarrow as pa
 
-from airflow_provider_lance.namespace.staging import (
+from airflow_provider_lance.staging import (
     StageMode,
     StagingNamespace,
     StagingTarget,

@@ -8,7 +8,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_lance.hooks.lance import LanceHook, format_identifier, parse_identifier
+from airflow_provider_lance.hooks.lance import LanceHook
+from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 
 def _error_event(hook: LanceHook | None, table_id: list[str], err: BaseException) -> TriggerEvent:

@@ -8,31 +8,8 @@ import logging
 import lance_namespace as ln
 import pytest
 
-from airflow_provider_lance.hooks.lance import DEFAULT_IMPL, LanceHook, parse_identifier
+from airflow_provider_lance.hooks.lance import DEFAULT_IMPL, LanceHook
 from tests.airflow_helpers import skip_if_unsupported, stage_append, write_table
-
-
-@pytest.mark.parametrize(
-    ("given", "expected"),
-    [
-        ("ns.sub.table", ["ns", "sub", "table"]),
-        ("table", ["table"]),
-        (["ns", "t"], ["ns", "t"]),
-        (("ns", "t"), ["ns", "t"]),
-        ('["ns", "t"]', ["ns", "t"]),
-        ("", []),
-        (None, []),
-        ([], []),
-    ],
-)
-def test_parse_identifier(given, expected):
-    assert parse_identifier(given) == expected
-
-
-@pytest.mark.parametrize("bad", ["ns..t", ".t", "t.", ["ns", ""], ["ns", 3]])
-def test_parse_identifier_rejects_empty_parts(bad):
-    with pytest.raises(ValueError, match="non-empty string"):
-        parse_identifier(bad)
 
 
 class TestConfig:

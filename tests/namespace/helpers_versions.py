@@ -22,7 +22,7 @@ import pyarrow as pa
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.identifiers import manifest_name
 from airflow_provider_lance.namespace.manifest import TABLE_VERSION
-from airflow_provider_lance.namespace.staging import StagingNamespace, stage_data
+from airflow_provider_lance.staging import StagingNamespace, stage_data
 
 VERSION_METADATA_KEYS = {"manifest_path", "manifest_size", "e_tag", "naming_scheme", "timestamp_millis"}
 
@@ -245,7 +245,7 @@ def install_crash(point: str) -> None:
 
 def crash_batch(root: str, entries_json: str, point: str) -> None:
     """Child: commit a batch of staged entries, dying at ``point``."""
-    from airflow_provider_lance.namespace.staging import entries_from_json
+    from airflow_provider_lance.staging import entries_from_json
 
     install_crash(point)
     ns = DirectoryNamespace(root=root)
@@ -263,7 +263,7 @@ def crash_append(root: str, table_id: list[str], point: str) -> None:
 
 def crash_after_staging(root: str, table_ids: list[list[str]], entries_file: str) -> None:
     """Child: stage one version per table, save the entries, then die before any commit."""
-    from airflow_provider_lance.namespace.staging import write_entries
+    from airflow_provider_lance.staging import write_entries
 
     ns = DirectoryNamespace(root=root)
     entries = stage(ns, {tuple(t): rows(5, 100) for t in table_ids})

@@ -12,7 +12,7 @@ import lance_namespace as ln
 import pytest
 
 from airflow_provider_lance.namespace.identifiers import manifest_name
-from airflow_provider_lance.namespace.staging import entries_from_json, entries_to_json, read_entries
+from airflow_provider_lance.staging import entries_from_json, entries_to_json, read_entries
 from tests.namespace.helpers_versions import (
     CRASH_EXIT_CODE,
     batch,

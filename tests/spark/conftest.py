@@ -10,8 +10,8 @@ from pathlib import Path
 import lance_namespace as ln
 import pytest
 
+from airflow_provider_lance import staging as st
 from airflow_provider_lance.namespace import DirectoryNamespace
-from airflow_provider_lance.namespace import staging as st
 
 VENV_BIN = str(Path(sys.executable).parent)
 

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_lance.namespace.staging import latest_version, read_entries
 from airflow_provider_lance.spark import job_path
+from airflow_provider_lance.staging import latest_version, read_entries
 
 pytestmark = pytest.mark.spark
 

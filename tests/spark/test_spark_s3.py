@@ -14,8 +14,8 @@ import lance.namespace
 import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from airflow_provider_lance.namespace.staging import latest_version
 from airflow_provider_lance.spark import stage_dataframes
+from airflow_provider_lance.staging import latest_version
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
 

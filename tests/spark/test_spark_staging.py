@@ -9,8 +9,8 @@ import lance_namespace as ln
 import pyarrow as pa
 import pytest
 
-from airflow_provider_lance.namespace.staging import latest_version
 from airflow_provider_lance.spark import stage_dataframe, stage_dataframes
+from airflow_provider_lance.staging import latest_version
 
 pytestmark = pytest.mark.spark
 

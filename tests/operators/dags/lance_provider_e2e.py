@@ -18,12 +18,11 @@ from airflow.providers.standard.operators.python import PythonOperator
 
 from airflow_provider_lance.assets.lance import create_asset
 from airflow_provider_lance.hooks.lance import LanceHook
-from airflow_provider_lance.operators.lance import (
+from airflow_provider_lance.operators.namespace import LanceCreateNamespaceOperator
+from airflow_provider_lance.operators.table import LanceDeclareTableOperator, LanceRegisterTableOperator
+from airflow_provider_lance.operators.version import (
     LanceBatchCreateTableVersionsOperator,
     LanceBatchDeleteTableVersionsOperator,
-    LanceCreateNamespaceOperator,
-    LanceDeclareTableOperator,
-    LanceRegisterTableOperator,
 )
 from airflow_provider_lance.sensors.lance import LanceTableVersionSensor
 

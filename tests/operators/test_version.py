@@ -1,120 +1,21 @@
-"""Operators against real local namespaces."""
+"""Table version operators against real local namespaces."""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, Asset
 
 from airflow_provider_lance.assets.lance import create_asset
 from airflow_provider_lance.hooks.lance import RUN_KEY_METADATA, LanceHook
-from airflow_provider_lance.operators.lance import (
+from airflow_provider_lance.operators.version import (
     LanceBatchCreateTableVersionsOperator,
     LanceBatchDeleteTableVersionsOperator,
-    LanceCreateNamespaceOperator,
     LanceCreateTableVersionOperator,
-    LanceDeclareTableOperator,
-    LanceDeregisterTableOperator,
-    LanceDropNamespaceOperator,
-    LanceDropTableOperator,
-    LanceRegisterTableOperator,
-    compute_retention_ranges,
 )
 from tests.airflow_helpers import engine_available, skip_if_unsupported, stage_append, write_table
-
-ALL_OPERATORS = [
-    LanceCreateNamespaceOperator,
-    LanceDropNamespaceOperator,
-    LanceDeclareTableOperator,
-    LanceRegisterTableOperator,
-    LanceDeregisterTableOperator,
-    LanceDropTableOperator,
-    LanceCreateTableVersionOperator,
-    LanceBatchCreateTableVersionsOperator,
-    LanceBatchDeleteTableVersionsOperator,
-]
-
-
-class _Events(defaultdict):
-    def __init__(self):
-        super().__init__(lambda: SimpleNamespace(extra={}))
-
-
-def make_context(task_id: str = "task", run_id: str = "run1", map_index: int = -1) -> dict:
-    ti = SimpleNamespace(dag_id="dag", run_id=run_id, task_id=task_id, map_index=map_index)
-    return {"ti": ti, "outlet_events": _Events()}
-
-
-@pytest.mark.parametrize("op_class", ALL_OPERATORS)
-def test_template_fields(op_class):
-    assert isinstance(op_class.template_fields, tuple)
-    assert "lance_conn_id" in op_class.template_fields
-    ident = "namespace_id" if "Namespace" in op_class.__name__ else "table_id"
-    if op_class is not LanceBatchCreateTableVersionsOperator:
-        assert ident in op_class.template_fields
-    else:
-        assert {"entries", "entries_file"} <= set(op_class.template_fields)
-
-
-def test_namespace_operators(hook):
-    created = LanceCreateNamespaceOperator(task_id="c", namespace_id="a.b" if False else "a").execute(make_context())
-    assert created == {"namespace_id": ["a"], "created": True}
-    again = LanceCreateNamespaceOperator(task_id="c", namespace_id=["a"]).execute(make_context())
-    assert again == {"namespace_id": ["a"], "created": False}
-    with pytest.raises(AirflowException, match="already exists"):
-        LanceCreateNamespaceOperator(task_id="c", namespace_id="a", if_exists="fail").execute(make_context())
-    assert LanceDropNamespaceOperator(task_id="d", namespace_id="a").execute(make_context())["dropped"]
-    with pytest.raises(AirflowException, match="does not exist"):
-        LanceDropNamespaceOperator(task_id="d", namespace_id="a").execute(make_context())
-    result = LanceDropNamespaceOperator(task_id="d", namespace_id="a", ignore_if_missing=True).execute(make_context())
-    assert result == {"namespace_id": ["a"], "dropped": False}
-
-
-def test_if_exists_is_validated():
-    with pytest.raises(ValueError, match="if_exists"):
-        LanceDeclareTableOperator(task_id="x", table_id="t", if_exists="replace")
-
-
-def test_table_operators(hook):
-    hook.create_namespace("ns")
-    declared = LanceDeclareTableOperator(task_id="d", table_id="ns.t").execute(make_context())
-    assert declared["created"] is True
-    assert declared["table_id"] == ["ns", "t"]
-    json.dumps(declared)
-    again = LanceDeclareTableOperator(task_id="d", table_id=["ns", "t"]).execute(make_context())
-    assert again == {**declared, "created": False}
-    with pytest.raises(AirflowException, match=r"Table ns\.t already exists"):
-        LanceDeclareTableOperator(task_id="d", table_id="ns.t", if_exists="fail").execute(make_context())
-
-    write_table(hook.namespace, ["ns", "data"])
-    location = hook.describe_table("ns.data").location
-    out = LanceDeregisterTableOperator(task_id="x", table_id="ns.data").execute(make_context())
-    assert out["deregistered"] is True
-    assert not hook.table_exists("ns.data")
-    relative = location.rstrip("/").rsplit("/", 1)[-1]
-    registered = LanceRegisterTableOperator(task_id="r", table_id="ns.data2", location=relative).execute(make_context())
-    assert registered["created"] is True
-    assert hook.table_exists("ns.data2")
-
-    assert LanceDropTableOperator(task_id="x", table_id="ns.data2").execute(make_context())["dropped"]
-    assert not hook.table_exists("ns.data2")
-    with pytest.raises(AirflowException, match="does not exist"):
-        LanceDropTableOperator(task_id="x", table_id="ns.data2").execute(make_context())
-    skipped = LanceDropTableOperator(task_id="x", table_id="ns.data2", ignore_if_missing=True).execute(make_context())
-    assert skipped["dropped"] is False
-    assert not LanceDeregisterTableOperator(task_id="x", table_id="ns.gone", ignore_if_missing=True).execute(
-        make_context()
-    )["deregistered"]
-
-
-def test_error_message_names_the_namespace_error(hook):
-    op = LanceRegisterTableOperator(task_id="r", table_id="t", location="/abs/path")
-    with pytest.raises(AirflowException, match=r"Cannot register table t: InvalidInputError"):
-        op.execute(make_context())
+from tests.operators.context import make_context
 
 
 @pytest.mark.parametrize(
@@ -202,43 +103,6 @@ def test_batch_create_bad_inputs(hook, tmp_path):
         LanceBatchCreateTableVersionsOperator(task_id="b", entries=[]).execute(make_context())
     with pytest.raises(AirflowFailException, match="Invalid table version entries"):
         LanceBatchCreateTableVersionsOperator(task_id="b", entries=[{"id": "t"}]).execute(make_context())
-
-
-def _versions(*pairs):
-    return [SimpleNamespace(version=v, timestamp_millis=ts) for v, ts in pairs]
-
-
-class TestRetention:
-    def test_keep_last(self):
-        ranges, deleted = compute_retention_ranges(_versions((1, 0), (2, 0), (3, 0), (4, 0), (5, 0)), keep_last=2)
-        assert ranges == [{"start_version": 1, "end_version": 4}]
-        assert deleted == [1, 2, 3]
-
-    def test_latest_is_always_kept(self):
-        ranges, deleted = compute_retention_ranges(_versions((1, 0), (2, 0)), keep_newer_than=10, now_millis=10**9)
-        assert deleted == [1]
-        assert ranges == [{"start_version": 1, "end_version": 2}]
-
-    def test_keep_newer_than_and_gaps(self):
-        now = 100_000
-        versions = _versions((1, 1_000), (2, 1_500), (4, 2_000), (5, 95_000), (7, 50_000), (9, 99_000))
-        ranges, deleted = compute_retention_ranges(versions, keep_newer_than=timedelta(seconds=10), now_millis=now)
-        assert deleted == [1, 2, 4, 7]
-        # ranges never span missing versions: engines may refuse to delete what does not exist
-        assert ranges == [
-            {"start_version": 1, "end_version": 3},
-            {"start_version": 4, "end_version": 5},
-            {"start_version": 7, "end_version": 8},
-        ]
-
-    def test_rules_are_a_union_of_kept_versions(self):
-        versions = _versions((1, 0), (2, 99_000), (3, 0), (4, 0))
-        _, deleted = compute_retention_ranges(versions, keep_last=2, keep_newer_than=5, now_millis=100_000)
-        assert deleted == [1]
-
-    def test_nothing_to_delete(self):
-        assert compute_retention_ranges([], keep_last=1) == ([], [])
-        assert compute_retention_ranges(_versions((1, 0)), keep_last=3) == ([], [])
 
 
 def test_batch_delete_operator(hook):

@@ -11,7 +11,7 @@ import lance_namespace as ln
 import pyarrow as pa
 import pytest
 
-from airflow_provider_lance.namespace import staging as st
+from airflow_provider_lance import staging as st
 
 
 def _engines() -> list[str]:

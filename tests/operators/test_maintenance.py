@@ -10,8 +10,8 @@ import pytest
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
 from airflow_provider_lance.hooks.lance import LanceHook
-from airflow_provider_lance.operators.lance import LanceMaintainManifestOperator
-from tests.operators.test_lance_operators import make_context
+from airflow_provider_lance.operators.maintenance import LanceMaintainManifestOperator
+from tests.operators.context import make_context
 
 
 @pytest.fixture

@@ -7,16 +7,15 @@ import sys
 import pytest
 
 from airflow_provider_lance.hooks.lance import LanceHook
-from airflow_provider_lance.operators.lance import (
-    LanceBatchCreateTableVersionsOperator,
+from airflow_provider_lance.operators.table import (
     LanceDeclareTableOperator,
     LanceDeregisterTableOperator,
     LanceDropTableOperator,
-    catalog_uri,
-    openlineage_location,
 )
+from airflow_provider_lance.operators.version import LanceBatchCreateTableVersionsOperator
+from airflow_provider_lance.utils.openlineage import openlineage_location
 from tests.airflow_helpers import skip_if_unsupported, stage_append, write_table
-from tests.operators.test_lance_operators import make_context
+from tests.operators.context import make_context
 
 pytest.importorskip("airflow.providers.openlineage")
 
@@ -108,32 +107,6 @@ def test_openlineage_is_optional(hook, monkeypatch):
 
 def test_nothing_touched_reports_nothing():
     assert LanceDropTableOperator(task_id="x", table_id="t").get_openlineage_facets_on_complete(None) is None
-
-
-@pytest.mark.parametrize(
-    ("root", "expected"),
-    [
-        ("s3://AKIA:s3cr3t@bucket/warehouse/", "s3://bucket/warehouse"),
-        ("az://container/wh?sig=s3cr3t#frag", "az://container/wh"),
-        ("gs://bucket", "gs://bucket"),
-        ("/data/lance/", "file:///data/lance"),
-        ("file:///data/lance", "file:///data/lance"),
-    ],
-)
-def test_catalog_uri_has_no_credentials(root, expected):
-    assert catalog_uri(root) == expected
-
-
-@pytest.mark.parametrize(
-    ("location", "expected"),
-    [
-        ("file:///data/lance/ab12_ns$t", ("file", "/data/lance/ab12_ns$t")),
-        ("/data/lance/t.lance", ("file", "/data/lance/t.lance")),
-        ("s3://key:secret@bucket/wh/t.lance", ("s3://bucket", "wh/t.lance")),
-    ],
-)
-def test_openlineage_location(location, expected):
-    assert openlineage_location(location) == expected
 
 
 def test_secrets_in_the_root_do_not_reach_lineage(set_conn, lance_root, impl):

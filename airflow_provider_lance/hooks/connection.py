@@ -1,0 +1,111 @@
+"""From an Airflow ``lance`` connection to a namespace implementation name and its properties."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from airflow.providers.common.compat.sdk import AirflowException
+
+#: The canonical name of the provider's engine, what an empty ``impl`` extra means. Any other ``impl``
+#: (``dir``, ``rest``, a full class path) is handed to ``lance_namespace.connect``.
+ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
+
+_SECRET_MARKERS = (
+    "secret",
+    "password",
+    "token",
+    "credential",
+    "private",
+    "sas_key",
+    "account_key",
+    "session",
+)
+
+
+def _property_value(value: Any) -> str:
+    """
+    Return a connection extra value as a namespace property (all properties are strings).
+
+    :param value: The extra value.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def is_secret_key(key: str) -> bool:
+    """
+    Return whether a property or storage option name holds a secret.
+
+    :param key: The name.
+    """
+    lowered = key.lower()
+    return any(marker in lowered for marker in _SECRET_MARKERS)
+
+
+def _storage_options(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:
+    """
+    Pop and decode the ``storage_options`` extra (a dict, or its JSON text).
+
+    :param extra: The connection extra (modified).
+    :param conn_id: The connection id, for error messages.
+    """
+    storage_options = extra.pop("storage_options", None) or {}
+    if isinstance(storage_options, str):
+        try:
+            storage_options = json.loads(storage_options)
+        except ValueError as err:
+            raise AirflowException(
+                f"Connection {conn_id!r}: extra 'storage_options' must be a JSON object"
+            ) from err
+    if not isinstance(storage_options, dict):
+        raise AirflowException(f"Connection {conn_id!r}: extra 'storage_options' must be a dict")
+    return storage_options
+
+
+def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple[str, dict[str, str]]:
+    """
+    Build the implementation name and namespace properties of a ``lance`` connection.
+
+    The root comes from ``host`` (or the ``root``/``uri`` extra), ``storage_options`` become
+    ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret, and any other
+    extra key is passed through as a property.
+
+    :param conn: The Airflow connection.
+    :param remember_secret: Called with every secret value found (for masking and redaction).
+    :return: ``(impl, properties)``; ``impl`` is :data:`ENGINE_IMPL` for an empty ``impl`` extra,
+        otherwise the extra as written (for ``lance_namespace.connect``).
+    """
+    extra = dict(conn.extra_dejson or {})
+    impl = str(extra.pop("impl", "") or "").strip() or ENGINE_IMPL
+
+    properties: dict[str, str] = {}
+    root = extra.pop("root", None) or extra.pop("uri", None) or conn.host
+    if root:
+        properties["uri" if impl == "rest" else "root"] = str(root)
+
+    for key, value in _storage_options(extra, conn.conn_id).items():
+        if value is None:
+            continue
+        prop = key if str(key).startswith("storage.") else f"storage.{key}"
+        properties[prop] = _property_value(value)
+        if is_secret_key(str(key)):
+            remember_secret(properties[prop])
+
+    if conn.login:
+        properties["storage.aws_access_key_id"] = str(conn.login)
+    if conn.password:
+        properties["storage.aws_secret_access_key"] = str(conn.password)
+        remember_secret(conn.password)
+
+    for key, value in extra.items():
+        if value is None or key.startswith("extra__"):
+            continue
+        properties[str(key)] = _property_value(value)
+        if is_secret_key(str(key)):
+            remember_secret(properties[str(key)])
+    return impl, properties

@@ -1,0 +1,1 @@
+"""Helpers shared by the Airflow side of the provider: identifiers, OpenLineage conversion, retention."""
