@@ -4,7 +4,7 @@ Writes the same rows (default 1M rows x 4 columns: id long, name string, score d
 new staged version of a namespace table, and reports rows/s as a markdown section:
 
 * ``lance.write_dataset`` to a plain path (no namespace, committed): the single-process baseline;
-* :func:`airflow_provider_lance.namespace.staging.stage_data`: single process, staged through the namespace;
+* :func:`airflow_provider_lance.staging.stage_data`: single process, staged through the namespace;
 * :func:`airflow_provider_lance.spark.stage_dataframe` on ``local[N]``: first (cold) job and best warm job.
 
 The Spark input is cached in memory first, and the pyarrow table is built before timing, so neither side pays
