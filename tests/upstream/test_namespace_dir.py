@@ -27,7 +27,6 @@ data_plane = pytest.mark.data_plane
 
 
 # -- TestCreateTable ----------------------------------------------------------------------------------------
-@data_plane
 def test_create_table(impl: LanceNamespace) -> None:
     """Ports TestCreateTable.test_create_table (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["workspace"])
@@ -36,7 +35,6 @@ def test_create_table(impl: LanceNamespace) -> None:
     assert response.version == 1
 
 
-@data_plane
 def test_create_table_without_data(impl: LanceNamespace) -> None:
     """Ports TestCreateTable.test_create_table_without_data (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["workspace"])
@@ -45,14 +43,12 @@ def test_create_table_without_data(impl: LanceNamespace) -> None:
     assert "Arrow IPC" in str(excinfo.value) or "required" in str(excinfo.value)
 
 
-@data_plane
 def test_create_table_with_invalid_id(impl: LanceNamespace) -> None:
     """Ports TestCreateTable.test_create_table_with_invalid_id (lance-format/lance, test_namespace_dir.py)."""
     with pytest.raises(ln.InvalidInputError):
         create_table(impl, [])
 
 
-@data_plane
 def test_create_table_in_child_namespace(impl: LanceNamespace) -> None:
     """Ports TestCreateTable.test_create_table_in_child_namespace (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["test_namespace"])
@@ -67,7 +63,6 @@ def test_list_tables_empty(impl: LanceNamespace) -> None:
     assert tables_of(impl, ["workspace"]) == []
 
 
-@data_plane
 def test_list_tables_with_tables(impl: LanceNamespace) -> None:
     """Ports TestListTables.test_list_tables_with_tables (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["workspace"])
@@ -83,7 +78,6 @@ def test_list_tables_with_namespace_id(impl: LanceNamespace) -> None:
 
 
 # -- TestDescribeTable --------------------------------------------------------------------------------------
-@data_plane
 def test_describe_table(impl: LanceNamespace) -> None:
     """Ports TestDescribeTable.test_describe_table (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["workspace"])
@@ -100,7 +94,6 @@ def test_describe_nonexistent_table(impl: LanceNamespace) -> None:
 
 
 # -- TestTableOperations ------------------------------------------------------------------------------------
-@data_plane
 def test_table_exists(impl: LanceNamespace) -> None:
     """Ports TestTableOperations.test_table_exists (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["workspace"])
@@ -115,7 +108,6 @@ def test_table_not_exists(impl: LanceNamespace) -> None:
         impl.table_exists(ln.TableExistsRequest(id=["workspace", "nonexistent"]))
 
 
-@data_plane
 def test_drop_table(impl: LanceNamespace) -> None:
     """Ports TestTableOperations.test_drop_table (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["workspace"])
@@ -225,7 +217,6 @@ def test_create_branch_from_other_branch(impl: LanceNamespace) -> None:
 
 
 # -- TestChildNamespaceOperations ---------------------------------------------------------------------------
-@data_plane
 def test_create_tables_in_child_namespace(impl: LanceNamespace) -> None:
     """Ports TestChildNamespaceOperations.test_create_table_in_child_namespace (lance-format/lance,
     test_namespace_dir.py)."""
@@ -235,7 +226,6 @@ def test_create_tables_in_child_namespace(impl: LanceNamespace) -> None:
     assert sorted(tables_of(impl, ["test_ns"])) == ["table1", "table2", "table3"]
 
 
-@data_plane
 def test_drop_table_in_child_namespace(impl: LanceNamespace) -> None:
     """Ports TestChildNamespaceOperations.test_drop_table_in_child_namespace (lance-format/lance,
     test_namespace_dir.py)."""
@@ -259,7 +249,6 @@ def test_declared_table_in_child_namespace(impl: LanceNamespace) -> None:
 
 
 # -- TestDeeplyNestedNamespaces, TestNamespaceProperties, TestNamespaceConstraints --------------------------
-@data_plane
 def test_deeply_nested_namespace(impl: LanceNamespace) -> None:
     """Ports TestDeeplyNestedNamespaces.test_deeply_nested_namespace (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["level1"], ["level1", "level2"], ["level1", "level2", "level3"])
@@ -277,7 +266,6 @@ def test_namespace_with_properties(impl: LanceNamespace) -> None:
     assert described.properties.get("description") == "Test namespace"
 
 
-@data_plane
 def test_cannot_drop_namespace_with_tables(impl: LanceNamespace) -> None:
     """Ports TestNamespaceConstraints.test_cannot_drop_namespace_with_tables (lance-format/lance,
     test_namespace_dir.py)."""
@@ -287,7 +275,6 @@ def test_cannot_drop_namespace_with_tables(impl: LanceNamespace) -> None:
         impl.drop_namespace(ln.DropNamespaceRequest(id=["test_ns"]))
 
 
-@data_plane
 def test_isolation_between_namespaces(impl: LanceNamespace) -> None:
     """Ports TestNamespaceConstraints.test_isolation_between_namespaces (lance-format/lance,
     test_namespace_dir.py)."""
@@ -338,7 +325,6 @@ def test_list_namespaces(impl: LanceNamespace) -> None:
 
 
 # -- TestLanceNamespaceConnect ------------------------------------------------------------------------------
-@data_plane
 def test_connect_with_properties(kind: str, class_path: str, root: Path, impl_class: type[LanceNamespace]) -> None:
     """Ports TestLanceNamespaceConnect.test_connect_with_properties (lance-format/lance, test_namespace_dir.py):
     the reference through the ``dir`` alias, ours through its class path."""
@@ -464,7 +450,7 @@ def _create(ns: LanceNamespace, table_id: list[str], declared: bool) -> None:
 
 
 CONCURRENT_VARIANTS = [
-    pytest.param(False, id="create_table", marks=data_plane),
+    pytest.param(False, id="create_table"),
     pytest.param(True, id="declare_table"),
 ]
 
@@ -523,21 +509,18 @@ def _workspace_table(ns: LanceNamespace) -> list[str]:
     return ["workspace", "test_table"]
 
 
-@data_plane
 def test_count_table_rows(impl: LanceNamespace) -> None:
     """Ports TestDataManipulation.test_count_table_rows (lance-format/lance, test_namespace_dir.py)."""
     table_id = _workspace_table(impl)
     assert impl.count_table_rows(ln.CountTableRowsRequest(id=table_id)).count == 3
 
 
-@data_plane
 def test_count_table_rows_with_filter(impl: LanceNamespace) -> None:
     """Ports TestDataManipulation.test_count_table_rows_with_filter (lance-format/lance, test_namespace_dir.py)."""
     table_id = _workspace_table(impl)
     assert impl.count_table_rows(ln.CountTableRowsRequest(id=table_id, predicate="age > 28")).count == 2
 
 
-@data_plane
 def test_insert_into_table(impl: LanceNamespace) -> None:
     """Ports TestDataManipulation.test_insert_into_table (lance-format/lance, test_namespace_dir.py)."""
     table_id = _workspace_table(impl)
@@ -552,7 +535,6 @@ def _query(ns: LanceNamespace, **fields: Any) -> pa.Table:
     return pa.ipc.open_file(pa.BufferReader(data)).read_all()
 
 
-@data_plane
 def test_query_table(impl: LanceNamespace) -> None:
     """Ports TestDataManipulation.test_query_table (lance-format/lance, test_namespace_dir.py)."""
     result = _query(impl, id=_workspace_table(impl))
@@ -560,21 +542,18 @@ def test_query_table(impl: LanceNamespace) -> None:
     assert {"id", "name"} <= set(result.column_names)
 
 
-@data_plane
 def test_query_table_with_filter(impl: LanceNamespace) -> None:
     """Ports TestDataManipulation.test_query_table_with_filter (lance-format/lance, test_namespace_dir.py)."""
     assert _query(impl, id=_workspace_table(impl), filter="age >= 30").num_rows == 2
 
 
 # -- TestTableVersions --------------------------------------------------------------------------------------
-@data_plane
 def test_list_table_versions(impl: LanceNamespace) -> None:
     """Ports TestTableVersions.test_list_table_versions (lance-format/lance, test_namespace_dir.py)."""
     table_id = _workspace_table(impl)
     assert len(impl.list_table_versions(ln.ListTableVersionsRequest(id=table_id)).versions) >= 1
 
 
-@data_plane
 def test_describe_table_version(impl: LanceNamespace) -> None:
     """Ports TestTableVersions.test_describe_table_version (lance-format/lance, test_namespace_dir.py), which
     passes the request as a dict."""
@@ -584,7 +563,6 @@ def test_describe_table_version(impl: LanceNamespace) -> None:
     assert data.get("version") is not None
 
 
-@data_plane
 def test_multiple_versions_via_insert(impl: LanceNamespace) -> None:
     """Ports TestTableVersions.test_multiple_versions_via_insert (lance-format/lance, test_namespace_dir.py)."""
     table_id = _workspace_table(impl)
