@@ -14,7 +14,7 @@ from lance_namespace import LanceNamespace
 from airflow_provider_lance.namespace import commit, namespaces, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.config import NamespaceConfig
-from airflow_provider_lance.namespace.data import reads, writes
+from airflow_provider_lance.namespace.data import branches, indices, reads, schema_changes, tags, writes
 from airflow_provider_lance.namespace.operation import operation
 
 
@@ -77,3 +77,21 @@ class DirectoryNamespace(LanceNamespace):
     get_table_stats = operation(reads.get_table_stats)
     describe_transaction = operation(reads.describe_transaction)
     list_all_tables = operation(reads.list_all_tables)
+    create_table_index = operation(indices.create_table_index)
+    create_table_scalar_index = operation(indices.create_table_scalar_index)
+    list_table_indices = operation(indices.list_table_indices)
+    describe_table_index_stats = operation(indices.describe_table_index_stats)
+    drop_table_index = operation(indices.drop_table_index)
+    create_table_tag = operation(tags.create_table_tag)
+    list_table_tags = operation(tags.list_table_tags)
+    get_table_tag_version = operation(tags.get_table_tag_version)
+    update_table_tag = operation(tags.update_table_tag)
+    delete_table_tag = operation(tags.delete_table_tag)
+    create_table_branch = operation(branches.create_table_branch)
+    list_table_branches = operation(branches.list_table_branches)
+    delete_table_branch = operation(branches.delete_table_branch)
+    restore_table = operation(branches.restore_table)
+    update_table_schema_metadata = operation(schema_changes.update_table_schema_metadata)
+    alter_table_add_columns = operation(schema_changes.alter_table_add_columns)
+    alter_table_alter_columns = operation(schema_changes.alter_table_alter_columns)
+    alter_table_drop_columns = operation(schema_changes.alter_table_drop_columns)

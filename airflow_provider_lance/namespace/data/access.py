@@ -49,7 +49,7 @@ _INVALID_INPUT = (
     "different schema",
     "is not in the dataset",
 )
-_VERSION_NOT_FOUND = ("Version not found error", ".manifest was not found")
+_VERSION_NOT_FOUND = ("Version not found error", ".manifest was not found", "Table version not found")
 _REF_CONFLICT = "Ref conflict error"
 _REF_NOT_FOUND = "Ref not found error"
 

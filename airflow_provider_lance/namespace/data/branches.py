@@ -1,0 +1,87 @@
+"""Table branches and restore: CreateTableBranch, ListTableBranches, DeleteTableBranch, RestoreTable.
+
+Branches are pylance's (``tree/<name>/``). With table version management they are refused for writes:
+``__manifest`` tracks the main line's versions only, so a branch could never be committed through it.
+"""
+
+from __future__ import annotations
+
+from lance_namespace import (
+    CreateTableBranchRequest,
+    CreateTableBranchResponse,
+    DeleteTableBranchRequest,
+    DeleteTableBranchResponse,
+    ListTableBranchesRequest,
+    ListTableBranchesResponse,
+    RestoreTableRequest,
+    RestoreTableResponse,
+    TableBranchAlreadyExistsError,
+    UnsupportedOperationError,
+)
+from lance_namespace_urllib3_client.models import BranchContents
+
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace.catalog import Catalog
+from airflow_provider_lance.namespace.data.access import (
+    check_branch,
+    locate,
+    pylance_errors,
+    table_dataset,
+    transaction_id,
+    write_dataset,
+)
+
+
+def create_table_branch(catalog: Catalog, request: CreateTableBranchRequest) -> CreateTableBranchResponse:
+    """CreateTableBranch: branch ``name`` off ``from_version`` (default: the latest) of ``from_branch``
+    (default: main). Refused (Unsupported) with table version management."""
+    if catalog.managed():
+        raise UnsupportedOperationError("Branches are not supported with table version management")
+    table = locate(catalog, request.id)
+    dataset = table_dataset(catalog, table)
+    if request.name in dataset.branches.list():
+        raise TableBranchAlreadyExistsError(f"Table branch already exists: '{request.name}' of '{table.object_id}'")
+    if request.from_branch is not None:
+        check_branch(dataset, table, request.from_branch)
+    with pylance_errors(f"branch of '{table.object_id}'", request.name):
+        dataset.create_branch(request.name, (request.from_branch, request.from_version))
+    return CreateTableBranchResponse()
+
+
+def list_table_branches(catalog: Catalog, request: ListTableBranchesRequest) -> ListTableBranchesResponse:
+    """ListTableBranches: branches by name with their parent branch and version, creation time (seconds)
+    and manifest size, paged by name."""
+    table = locate(catalog, request.id)
+    branches = table_dataset(catalog, table).branches.list()
+    page, token = ids.paginate(branches, request.page_token, request.limit)
+    contents = {
+        name: BranchContents(
+            parent_branch=branches[name]["parent_branch"],
+            parent_version=branches[name]["parent_version"],
+            create_at=branches[name]["create_at"],
+            manifest_size=branches[name]["manifest_size"],
+            metadata=branches[name]["metadata"] or None,
+        )
+        for name in page
+    }
+    return ListTableBranchesResponse(branches=contents, page_token=token)
+
+
+def delete_table_branch(catalog: Catalog, request: DeleteTableBranchRequest) -> DeleteTableBranchResponse:
+    """DeleteTableBranch: remove a branch and its versions (TableBranchNotFound if there is none)."""
+    table = locate(catalog, request.id)
+    dataset = table_dataset(catalog, table)
+    check_branch(dataset, table, request.name)
+    with pylance_errors(f"branch of '{table.object_id}'", request.name):
+        dataset.branches.delete(request.name)
+    return DeleteTableBranchResponse()
+
+
+def restore_table(catalog: Catalog, request: RestoreTableRequest) -> RestoreTableResponse:
+    """RestoreTable: make ``version`` (of ``branch``) the latest again, as a new version."""
+    table = locate(catalog, request.id)
+    dataset = write_dataset(catalog, table, request.branch)
+    with pylance_errors(f"restore of '{table.object_id}'"):
+        restored = dataset.checkout_version((request.branch, request.version))
+        restored.restore()
+    return RestoreTableResponse(transaction_id=transaction_id(restored))

@@ -1,0 +1,101 @@
+"""Table tags: CreateTableTag, ListTableTags, GetTableTagVersion, UpdateTableTag, DeleteTableTag.
+
+A tag names a version (of the main line, or of ``branch``); tags are pylance's (``_refs/tags/``), so any
+Lance reader sees them. Creating, moving or deleting a tag makes no table version.
+"""
+
+from __future__ import annotations
+
+import lance
+from lance_namespace import (
+    CreateTableTagRequest,
+    CreateTableTagResponse,
+    DeleteTableTagRequest,
+    DeleteTableTagResponse,
+    GetTableTagVersionRequest,
+    GetTableTagVersionResponse,
+    ListTableTagsRequest,
+    ListTableTagsResponse,
+    TableTagAlreadyExistsError,
+    TableTagNotFoundError,
+    UpdateTableTagRequest,
+    UpdateTableTagResponse,
+)
+from lance_namespace_urllib3_client.models import TagContents
+
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace.catalog import Catalog, Table
+from airflow_provider_lance.namespace.data.access import check_branch, locate, pylance_errors, table_dataset
+
+
+def _tagged(catalog: Catalog, identifier: list[str] | None) -> tuple[Table, lance.LanceDataset, dict]:
+    """The table, its dataset and its tags by name."""
+    table = locate(catalog, identifier)
+    dataset = table_dataset(catalog, table)
+    return table, dataset, dataset.tags.list()
+
+
+def _reference(dataset: lance.LanceDataset, table: Table, version: int, branch: str | None) -> object:
+    """What a tag points at: a main-line version, or ``(branch, version)``."""
+    if branch is None:
+        return version
+    check_branch(dataset, table, branch)
+    return (branch, version)
+
+
+def _missing(table: Table, tag: str) -> TableTagNotFoundError:
+    return TableTagNotFoundError(f"Table tag not found: '{tag}' of '{table.object_id}'")
+
+
+def create_table_tag(catalog: Catalog, request: CreateTableTagRequest) -> CreateTableTagResponse:
+    """CreateTableTag: name ``version`` (of ``branch``) ``tag``; TableTagAlreadyExists if the name is taken,
+    TableVersionNotFound if the version does not exist."""
+    table, dataset, tags = _tagged(catalog, request.id)
+    if request.tag in tags:
+        raise TableTagAlreadyExistsError(f"Table tag already exists: '{request.tag}' of '{table.object_id}'")
+    target = _reference(dataset, table, request.version, request.branch)
+    with pylance_errors(f"tag of '{table.object_id}'", request.tag):
+        dataset.tags.create(request.tag, target)
+    return CreateTableTagResponse()
+
+
+def list_table_tags(catalog: Catalog, request: ListTableTagsRequest) -> ListTableTagsResponse:
+    """ListTableTags: tags by name with their version, branch and manifest size, paged by name."""
+    _, _, tags = _tagged(catalog, request.id)
+    page, token = ids.paginate(tags, request.page_token, request.limit)
+    contents = {
+        name: TagContents(
+            branch=tags[name]["branch"], version=tags[name]["version"], manifest_size=tags[name]["manifest_size"]
+        )
+        for name in page
+    }
+    return ListTableTagsResponse(tags=contents, page_token=token)
+
+
+def get_table_tag_version(catalog: Catalog, request: GetTableTagVersionRequest) -> GetTableTagVersionResponse:
+    """GetTableTagVersion: the version (and branch) a tag names."""
+    table, _, tags = _tagged(catalog, request.id)
+    if request.tag not in tags:
+        raise _missing(table, request.tag)
+    return GetTableTagVersionResponse(version=tags[request.tag]["version"], branch=tags[request.tag]["branch"])
+
+
+def update_table_tag(catalog: Catalog, request: UpdateTableTagRequest) -> UpdateTableTagResponse:
+    """UpdateTableTag: move an existing tag to ``version`` (of ``branch``)."""
+    table, dataset, tags = _tagged(catalog, request.id)
+    if request.tag not in tags:
+        raise _missing(table, request.tag)
+    target = _reference(dataset, table, request.version, request.branch)
+    with pylance_errors(f"tag of '{table.object_id}'", request.tag):
+        dataset.tags.update(request.tag, target)
+    return UpdateTableTagResponse()
+
+
+def delete_table_tag(catalog: Catalog, request: DeleteTableTagRequest) -> DeleteTableTagResponse:
+    """DeleteTableTag: remove a tag (the version it named stays)."""
+    table, dataset, tags = _tagged(catalog, request.id)
+    if request.tag not in tags:
+        raise _missing(table, request.tag)
+    with pylance_errors(f"tag of '{table.object_id}'", request.tag):
+        dataset.tags.delete(request.tag)
+    return DeleteTableTagResponse()
