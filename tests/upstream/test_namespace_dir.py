@@ -23,8 +23,6 @@ from lance_namespace import LanceNamespace
 
 from tests.upstream.helpers import create_namespaces, create_table, ipc, people, table_exists, tables_of
 
-data_plane = pytest.mark.data_plane
-
 
 # -- TestCreateTable ----------------------------------------------------------------------------------------
 def test_create_table(impl: LanceNamespace) -> None:
@@ -185,7 +183,6 @@ def test_register_table_rejects(impl: LanceNamespace, location: str, phrase: str
 
 
 # -- TestTableBranchOperations ------------------------------------------------------------------------------
-@data_plane
 def test_branch_crud_round_trip(impl: LanceNamespace) -> None:
     """Ports TestTableBranchOperations.test_branch_crud_round_trip (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["workspace"])
@@ -203,7 +200,6 @@ def test_branch_crud_round_trip(impl: LanceNamespace) -> None:
         impl.delete_table_branch(ln.DeleteTableBranchRequest(id=table_id, name="dev"))
 
 
-@data_plane
 def test_create_branch_from_other_branch(impl: LanceNamespace) -> None:
     """Ports TestTableBranchOperations.test_create_branch_from_other_branch (lance-format/lance,
     test_namespace_dir.py)."""
@@ -577,14 +573,12 @@ def _vectors(rows: int, dim: int) -> pa.Table:
     return pa.table({"id": list(range(rows)), "vector": pa.FixedSizeListArray.from_arrays(values, dim)})
 
 
-@data_plane
 def test_list_indices_empty(impl: LanceNamespace) -> None:
     """Ports TestIndexOperations.test_list_indices_empty (lance-format/lance, test_namespace_dir.py)."""
     create_table(impl, ["vector_table"], _vectors(3, 4))
     assert len(impl.list_table_indices(ln.ListTableIndicesRequest(id=["vector_table"])).indexes) == 0
 
 
-@data_plane
 def test_create_scalar_index(impl: LanceNamespace) -> None:
     """Ports TestIndexOperations.test_create_scalar_index (lance-format/lance, test_namespace_dir.py)."""
     create_table(impl, ["test_table"])
@@ -594,7 +588,6 @@ def test_create_scalar_index(impl: LanceNamespace) -> None:
     assert [(index.index_name, index.columns) for index in indexes] == [("id_idx", ["id"])]
 
 
-@data_plane
 def test_create_vector_index(impl: LanceNamespace) -> None:
     """Ports TestIndexOperations.test_create_vector_index (lance-format/lance, test_namespace_dir.py)."""
     create_table(impl, ["vector_table"], _vectors(256, 8))
