@@ -252,22 +252,29 @@ class ManifestTable:
         return table["object_id"].filter(_descendants(table, prefix, object_type)).to_pylist()
 
     # -- writes -----------------------------------------------------------------------------------------
-    def insert(self, rows: list[ManifestRow]) -> None:
-        """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists."""
+    def insert(self, rows: list[ManifestRow], replacing: str | None = None) -> None:
+        """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists.
+        ``replacing``: a filter of rows deleted in the same commit (a rename: new ids in, old ids out)."""
         data = _arrow(rows)
 
         def write(dataset: lance.LanceDataset) -> None:
-            dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all().conflict_retries(
-                self.commit_retries
-            ).execute(data)
+            builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
+            if replacing is not None:
+                builder = builder.when_not_matched_by_source_delete(replacing)
+            builder.conflict_retries(self.commit_retries).execute(data)
 
         try:
-            self._commit(write, lambda table: _concat(table, data))
+            self._commit(write, None if replacing is not None else lambda table: _concat(table, data))
         except OSError as error:
             match = _MATCHED_ROW.search(str(error))
             if match:
                 raise DuplicateObjectError(match.group(1)) from None
             raise
+
+    def replace_table(self, table_oid: str, rows: list[ManifestRow]) -> None:
+        """Insert ``rows`` and delete the table's row and ``table_version`` rows in one commit (a rename);
+        DuplicateObjectError (nothing written) if any new id exists."""
+        self.insert(rows, replacing=_table_and_versions_filter(table_oid))
 
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
@@ -369,4 +376,3 @@ def _descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
     if object_type:
         mask = pc.and_(mask, pc.equal(table["object_type"], object_type))
     return mask
-

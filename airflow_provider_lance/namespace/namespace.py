@@ -11,7 +11,7 @@ from typing import Any
 
 from lance_namespace import LanceNamespace
 
-from airflow_provider_lance.namespace import commit, namespaces, tables, versions
+from airflow_provider_lance.namespace import commit, namespaces, rename, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.config import NamespaceConfig
 from airflow_provider_lance.namespace.data import branches, indices, reads, schema_changes, tags, writes
@@ -95,3 +95,4 @@ class DirectoryNamespace(LanceNamespace):
     alter_table_add_columns = operation(schema_changes.alter_table_add_columns)
     alter_table_alter_columns = operation(schema_changes.alter_table_alter_columns)
     alter_table_drop_columns = operation(schema_changes.alter_table_drop_columns)
+    rename_table = operation(rename.rename_table)

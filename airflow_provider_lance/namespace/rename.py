@@ -1,0 +1,60 @@
+"""RenameTable (beyond the reference, which answers "not supported"): give a manifest table another
+identifier, in the same namespace or another one, without moving its files.
+
+The rename is one ``__manifest`` commit: the new table row (same location, same properties) and the table's
+``table_version`` rows under the new id go in, the old rows go out, atomically; a taken name fails the
+whole commit. Root tables known only by directory listing (V1, no manifest row) have no row to rename and are
+refused: register them first.
+"""
+
+from __future__ import annotations
+
+from lance_namespace import (
+    RenameTableRequest,
+    RenameTableResponse,
+    TableAlreadyExistsError,
+    UnsupportedOperationError,
+)
+
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace import versions
+from airflow_provider_lance.namespace.catalog import DEREGISTERED_MARKER, MARKER_CONTENT, Catalog
+from airflow_provider_lance.namespace.manifest import TABLE, TABLE_VERSION, DuplicateObjectError, ManifestRow
+
+
+def rename_table(catalog: Catalog, request: RenameTableRequest) -> RenameTableResponse:
+    """RenameTable: ``id`` becomes ``new_namespace_id`` (default: the same namespace) + ``new_table_name``.
+    TableAlreadyExists if the new name is taken, NamespaceNotFound if the target namespace does not exist,
+    Unsupported for tables without a manifest row. The location does not change.
+
+    In compatibility mode a root table whose directory is ``<old name>.lance`` also gets a
+    ``.lance-deregistered`` marker after the commit, so that the directory listing does not bring the old
+    name back."""
+    catalog.require_manifest("RenameTable")
+    parts = ids.validate_identifier(request.id, "table")
+    target = parts[:-1]
+    if request.new_namespace_id is not None:
+        target = ids.validate_identifier(request.new_namespace_id, "namespace", allow_root=True)
+    new_parts = ids.validate_identifier([*target, request.new_table_name], "table")
+    table = catalog.find_table(parts)
+    if table.row is None:
+        raise UnsupportedOperationError(
+            f"Table '{table.object_id}' is known only by directory listing: register it before renaming it"
+        )
+    new_oid = ids.object_id(new_parts)
+    rows = catalog.rows(ids.object_id(target), new_oid)
+    catalog.check_namespace(target, rows)
+    if new_oid in rows or new_parts == parts or catalog.v1_table(new_parts) is not None:
+        raise TableAlreadyExistsError(f"Table already exists: '{new_oid}'")
+    renamed = [ManifestRow(new_oid, TABLE, table.location, table.row.metadata)]
+    renamed += [
+        ManifestRow(ids.version_object_id(new_parts, version), TABLE_VERSION, None, row.metadata)
+        for version, row in versions.version_rows(catalog, [table])[0].items()
+    ]
+    try:
+        catalog.manifest.replace_table(table.object_id, renamed)
+    except DuplicateObjectError:
+        raise TableAlreadyExistsError(f"Table already exists: '{new_oid}'") from None
+    if catalog.is_v1_location(table):
+        catalog.storage.put_if_not_exists(f"{table.location}/{DEREGISTERED_MARKER}", MARKER_CONTENT)
+    return RenameTableResponse()
