@@ -1,0 +1,140 @@
+"""The data plane on ours alone: managed writes (a ``table_version`` row per write), branches, bad input that
+writes nothing, and RenameTable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from lance_namespace import (
+    CreateTableRequest,
+    InsertIntoTableRequest,
+    LanceNamespace,
+    MergeInsertIntoTableRequest,
+)
+
+from tests.namespace.conftest import call, do
+from tests.namespace.data.helpers import TABLE, ipc, outcome, rows, with_table
+
+
+def _version_rows(namespace: LanceNamespace) -> list[str]:
+    return sorted(row.object_id for row in namespace.manifest.query("object_type = 'table_version'"))
+
+
+def test_every_managed_write_is_a_table_version_row(make_namespace: Callable[..., LanceNamespace]) -> None:
+    namespace = with_table(make_namespace("ours", table_version_management="true"))
+    namespace.insert_into_table(InsertIntoTableRequest(id=TABLE), ipc(rows(5, start=10)))
+    merge = MergeInsertIntoTableRequest(id=TABLE, on=["id"], when_matched_update_all=True)
+    namespace.merge_insert_into_table(merge, ipc(rows(2)))
+    writes = [
+        ("update_table", {"updates": [["name", "'x'"]], "predicate": "id < 2"}),
+        ("delete_from_table", {"predicate": "id = 0"}),
+        ("alter_table_add_columns", {"new_columns": [{"name": "d", "expression": "id * 2"}]}),
+        ("alter_table_alter_columns", {"alterations": [{"path": "d", "rename": "d2"}]}),
+        ("alter_table_drop_columns", {"columns": ["d2"]}),
+        ("update_table_schema_metadata", {"metadata": {"a": "1"}}),
+        ("create_table_index", {"column": "id", "index_type": "BTREE"}),
+        ("drop_table_index", {"index_name": "id_idx"}),
+        ("restore_table", {"version": 1}),
+    ]
+    for method, fields in writes:
+        assert call(namespace, method, id=TABLE, **fields)[0] == "ok", method
+    assert _version_rows(namespace) == sorted(f"w$t${version}" for version in range(1, 13))
+    assert do(namespace, "count_table_rows", id=TABLE).count == 10
+    refused = InsertIntoTableRequest(id=TABLE, branch="b")
+    assert outcome(namespace.insert_into_table, refused, ipc(rows())) == ("error", 0)
+    assert call(namespace, "create_table_branch", id=TABLE, name="b") == ("error", 0)
+
+
+def test_branches_are_honoured(make_namespace: Callable[..., LanceNamespace]) -> None:
+    namespace = with_table(make_namespace("ours"))
+    assert call(namespace, "create_table_branch", id=TABLE, name="b")[0] == "ok"
+    namespace.insert_into_table(InsertIntoTableRequest(id=TABLE, branch="b"), ipc(rows(5, start=10)))
+    assert do(namespace, "count_table_rows", id=TABLE).count == 10
+    assert do(namespace, "count_table_rows", id=TABLE, branch="b").count == 15
+    assert call(namespace, "delete_from_table", id=TABLE, branch="zz", predicate="id = 1") == ("error", 22)
+    assert call(namespace, "create_table_tag", id=TABLE, tag="t", version=2, branch="b")[0] == "ok"
+    assert do(namespace, "get_table_tag_version", id=TABLE, tag="t").branch == "b"
+    assert call(namespace, "delete_table_tag", id=TABLE, tag="t")[0] == "ok"  # a tagged branch stays
+    assert call(namespace, "delete_table_branch", id=TABLE, name="b")[0] == "ok"
+    assert do(namespace, "list_table_branches", id=TABLE).branches == {}
+
+
+@pytest.mark.parametrize(
+    ("method", "fields", "code"),
+    [
+        ("update_table", {"updates": [["zz", "'x'"]]}, 13),
+        ("update_table", {"updates": [["name", "'x'"]], "predicate": "id <<< 1"}, 13),
+        ("delete_from_table", {"predicate": "zz = 1"}, 13),
+        ("count_table_rows", {"predicate": "id <<< 1"}, 13),
+        ("create_table_index", {"column": "id", "index_type": "NOPE"}, 13),
+        ("create_table_index", {"column": "zz", "index_type": "BTREE"}, 12),
+        ("drop_table_index", {"index_name": "nope"}, 6),
+        ("delete_table_tag", {"tag": "nope"}, 8),
+        ("create_table_tag", {"tag": "t", "version": 99}, 11),
+        ("alter_table_drop_columns", {"columns": ["zz"]}, 12),
+        ("alter_table_alter_columns", {"alterations": [{"path": "id", "data_type": {"type": "nope"}}]}, 13),
+        ("alter_table_add_columns", {"new_columns": [{"name": "id", "expression": "1"}]}, 13),
+        ("restore_table", {"version": 99}, 11),
+    ],
+)
+def test_bad_input_writes_nothing(
+    make_namespace: Callable[..., LanceNamespace],
+    snapshot: Callable[[Path], dict[str, bytes]],
+    tmp_path: Path,
+    method: str,
+    fields: dict,
+    code: int,
+) -> None:
+    namespace = with_table(make_namespace("ours"))
+    before = snapshot(tmp_path / "ours")
+    assert call(namespace, method, id=TABLE, **fields) == ("error", code)
+    assert snapshot(tmp_path / "ours") == before
+
+
+def test_malformed_bodies_write_nothing(
+    make_namespace: Callable[..., LanceNamespace], snapshot: Callable[[Path], dict[str, bytes]], tmp_path: Path
+) -> None:
+    namespace = with_table(make_namespace("ours"))
+    before = snapshot(tmp_path / "ours")
+    assert outcome(namespace.create_table, CreateTableRequest(id=["w", "n"]), b"garbage") == ("error", 13)
+    assert outcome(namespace.insert_into_table, InsertIntoTableRequest(id=TABLE), b"garbage") == ("error", 13)
+    assert outcome(namespace.create_table, CreateTableRequest(id=["nope", "n"]), ipc(rows())) == ("error", 1)
+    wrong_schema = ipc(rows().select(["id"]).rename_columns(["x"]))
+    assert outcome(namespace.insert_into_table, InsertIntoTableRequest(id=TABLE), wrong_schema) == ("error", 13)
+    assert snapshot(tmp_path / "ours") == before
+
+
+def test_rename_table_is_one_commit_and_keeps_the_location(make_namespace: Callable[..., LanceNamespace]) -> None:
+    namespace = with_table(make_namespace("ours", table_version_management="true"))
+    do(namespace, "create_namespace", id=["x"])
+    location = do(namespace, "describe_table", id=TABLE).location
+    manifest_version = namespace.manifest.latest().version
+    assert call(namespace, "rename_table", id=TABLE, new_table_name="u", new_namespace_id=["x"])[0] == "ok"
+    assert namespace.manifest.latest().version == manifest_version + 1
+    assert do(namespace, "describe_table", id=["x", "u"]).location == location
+    assert do(namespace, "count_table_rows", id=["x", "u"]).count == 10
+    assert call(namespace, "table_exists", id=TABLE) == ("error", 4)
+    assert _version_rows(namespace) == ["x$u$1"]
+    namespace.insert_into_table(InsertIntoTableRequest(id=["x", "u"]), ipc(rows(1, start=50)))
+    assert _version_rows(namespace) == ["x$u$1", "x$u$2"]
+
+
+def test_rename_table_refusals(make_namespace: Callable[..., LanceNamespace], tmp_path: Path) -> None:
+    namespace = with_table(make_namespace("ours"))
+    namespace.create_table(CreateTableRequest(id=["w", "taken"]), ipc(rows(1)))
+    assert call(namespace, "rename_table", id=TABLE, new_table_name="taken") == ("error", 5)
+    assert call(namespace, "rename_table", id=TABLE, new_table_name="u", new_namespace_id=["nope"]) == ("error", 1)
+    assert call(namespace, "rename_table", id=["w", "zz"], new_table_name="u") == ("error", 4)
+    reference = make_namespace("reference", tmp_path / "ours", manifest_enabled="false")
+    reference.create_table(CreateTableRequest(id=["v1"]), ipc(rows(1)))  # a root table with no manifest row
+    assert call(namespace, "rename_table", id=["v1"], new_table_name="u") == ("error", 0)
+
+
+def test_renaming_a_root_table_hides_the_old_directory_name(make_namespace: Callable[..., LanceNamespace]) -> None:
+    namespace = make_namespace("ours")
+    namespace.create_table(CreateTableRequest(id=["a"]), ipc(rows(3)))
+    assert call(namespace, "rename_table", id=["a"], new_table_name="b")[0] == "ok"
+    assert do(namespace, "list_tables", id=[]).tables == ["b"]
+    assert do(namespace, "count_table_rows", id=["b"]).count == 3
