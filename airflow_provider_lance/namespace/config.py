@@ -10,6 +10,8 @@ from typing import Any
 
 from lance_namespace import InvalidInputError
 
+from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
+
 STORAGE_PREFIX = "storage."
 
 # Properties the reference reads but that change nothing in this engine; accepted so that one property map
@@ -41,13 +43,14 @@ def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
 
 
 def normalize_root(root: Any) -> str:
-    """Turn the ``root`` property into a URI without a trailing slash.
+    """Turn the ``root`` property into a URI without a trailing slash, its path percent-encoded.
 
-    A URI is kept as it is, an absolute path becomes ``file://<path>``, a relative path is resolved against
-    the working directory, and no root means the working directory (spec: "Root Path").
+    A URI is a URI (``file:///data/a%20b`` is the directory ``a b``), an absolute path is literal
+    (``/data/has#x`` becomes ``file:///data/has%23x``), a relative path is resolved against the working
+    directory, and no root means the working directory (spec: "Root Path").
     """
     if root is None or root == "":
-        return "file://" + os.getcwd()
+        return "file://" + uri_path(os.getcwd())
     if not isinstance(root, str):
         raise InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
     if any(ch in root for ch in "\x00\n\r"):
@@ -58,10 +61,11 @@ def normalize_root(root: Any) -> str:
             if scheme == "memory":
                 return "memory://"
             raise InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
+        literal = literal_path(rest)
         if scheme == "file":
-            return "file://" + os.path.normpath("/" + rest.lstrip("/"))
-        return f"{scheme}://{rest.rstrip('/')}"
-    return "file://" + os.path.abspath(os.path.expanduser(root))
+            return "file://" + uri_path(os.path.normpath("/" + literal.lstrip("/")))
+        return f"{scheme}://{uri_path(literal.rstrip('/'))}"
+    return "file://" + uri_path(os.path.abspath(os.path.expanduser(root)))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import urllib.parse
 from collections.abc import Iterable, Sequence
 
 from lance_namespace import InvalidInputError
@@ -21,6 +22,10 @@ _STAGED = re.compile(r"^(\d+)\.manifest-([A-Za-z0-9_.-]+)$")
 # A part becomes a directory-name component, and most file systems cap a name at 255 bytes.
 MAX_PART_BYTES = 200
 MAX_DIRECTORY_NAME_BYTES = 255
+# Kept as they are in URI paths (RFC 3986 path characters, but '%'); everything else is percent-encoded, so
+# that a name with '%', '#', '?' or a space maps to its own location when pylance decodes the URI (the
+# reference encodes the same way: 'p%41' -> 'p%2541', 'a#b' -> 'a%23b', 'e&f' and 'n$t' unchanged).
+URI_SAFE = "/!$&'()*+,;=:@~"
 _FORBIDDEN_PARTS = ("", ".", "..")
 _FORBIDDEN_CHARACTERS = (DELIMITER, "/", "\\")
 
@@ -113,6 +118,16 @@ def validate_relative_location(location: object) -> str:
     if parts[0] == MANIFEST_DIR:
         raise InvalidInputError(f"Invalid location {location!r}: '{MANIFEST_DIR}' is reserved")
     return "/".join(parts)
+
+
+def uri_path(literal: str) -> str:
+    """A literal path (what the file system or the object store calls it) as a URI path."""
+    return urllib.parse.quote(literal, safe=URI_SAFE)
+
+
+def literal_path(uri_path: str) -> str:
+    """The literal path a URI path names."""
+    return urllib.parse.unquote(uri_path)
 
 
 def paginate(names: Iterable[str], page_token: str | None, limit: int | None) -> tuple[list[str], str | None]:

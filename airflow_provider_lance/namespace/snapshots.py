@@ -10,7 +10,9 @@ Freshness (every operation sees every commit made before it started, by any proc
 
 * S3: one ``LIST`` with ``MaxKeys=1`` of ``__manifest/_versions/`` returns the newest manifest (V2 names
   ``u64::MAX - version`` sort newest first) and its e-tag: exact, one request, whatever the history.
-* local disk and memory: no manifest N+1 and manifest N unchanged (same inode, mtime, size) means N is still
+* memory: pylance's memory store is not fsspec's and only this instance writes it: the published snapshot is
+  the latest.
+* local disk: no manifest N+1 and manifest N unchanged (same inode, mtime, size) means N is still
   the latest: two ``stat`` calls. A catalog deleted and re-created at the same root changes manifest N. The
   one case this misses, an outside clean-up that removes N+1 but keeps N (only possible for a tagged N), is
   bounded: a full listing at least every ``REVALIDATE_AFTER``.
@@ -101,6 +103,8 @@ class SnapshotStore:
         return self.publish(self._open(current))
 
     def _is_latest(self, snapshot: Snapshot) -> bool:
+        if self._storage.scheme == "memory":
+            return True  # pylance's memory store is private to the objects of this instance: only we write
         if self._storage.scheme in ("s3", "s3a"):
             head = self._storage.first_entry(versions_dir(MANIFEST_DIR))
             parsed = parse_manifest_name(head[0]) if head else None

@@ -27,6 +27,8 @@ from typing import Any
 import fsspec
 from lance_namespace import InvalidInputError, UnsupportedOperationError
 
+from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
+
 # Lance (object_store) option names → s3fs arguments; the same ``storage.*`` properties configure both.
 _S3_CREDENTIALS = {
     "aws_access_key_id": "key",
@@ -141,9 +143,10 @@ class Storage:
     """
 
     def __init__(self, root: str, options: dict[str, str]) -> None:
-        self.root = root
+        self.root = root  # a URI, its path percent-encoded (config.normalize_root)
         self.options = dict(options)
-        self.scheme, _, rest = root.partition("://")
+        self.scheme, _, encoded = root.partition("://")
+        rest = literal_path(encoded)  # keys and fsspec paths are literal
         if self.scheme == "file":
             self.fs = fsspec.filesystem("file")
             self._base = rest
@@ -190,7 +193,7 @@ class Storage:
 
     def uri(self, key: str = "") -> str:
         """The full URI of ``key`` (what responses carry and what pylance opens)."""
-        return f"{self.root}/{key}" if key else self.root
+        return f"{self.root}/{uri_path(key)}" if key else self.root
 
     def object_path(self, key: str) -> str:
         """The object-store path of ``key`` as Lance spells it: no scheme, no bucket, no leading slash (the
@@ -204,9 +207,10 @@ class Storage:
         """The key of a full URI, an absolute local path or a scheme-less object-store path (as pylance
         passes staged manifest paths), or None when it lies outside the root."""
         if "://" in path:
-            if not path.startswith(self.root + "/"):
+            literal, literal_root = literal_path(path), literal_path(self.root)
+            if not literal.startswith(literal_root + "/"):
                 return None
-            rest = path[len(self.root) + 1 :]
+            rest = literal[len(literal_root) + 1 :]
         else:
             stripped = path.lstrip("/")
             bases = {self._base.strip("/"), self.object_path("").rstrip("/")}
