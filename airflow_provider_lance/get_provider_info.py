@@ -17,7 +17,7 @@ UI_FIELD_BEHAVIOUR: dict[str, Any] = {
         "host": "s3://bucket/prefix or /data/lance",
         "login": "AWS access key id (optional)",
         "password": "AWS secret access key (optional)",
-        "extra": '{"storage_options": {"region": "us-east-1"}, "manifest_enabled": "true"}',
+        "extra": '{"storage_options": {"region": "us-east-1"}, "table_version_management": "true"}',
     },
 }
 
@@ -32,6 +32,14 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
         "label": "Root URI",
         "description": "Namespace root (overrides Host), e.g. s3://bucket/prefix.",
         "schema": {"type": ["string", "null"]},
+    },
+    "table_version_management": {
+        "label": "Table version management",
+        "description": (
+            "true: the catalog records every table version, so a batch commit of several tables is atomic "
+            "(all or nothing) and reruns are recognised. Recommended; set it when the catalog is created."
+        ),
+        "schema": {"type": ["boolean", "null"], "default": True},
     },
 }
 

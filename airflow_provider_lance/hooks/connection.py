@@ -12,6 +12,17 @@ from airflow.providers.common.compat.sdk import AirflowException
 #: (``dir``, ``rest``, a full class path) is handed to ``lance_namespace.connect``.
 ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
 
+#: The implementation-key prefix of each implementation (the Lance tool guideline): with the directory
+#: namespace ``dir.root`` means ``root``, with ``rest`` ``rest.uri`` means ``uri``.
+_IMPL_PREFIXES = {
+    ENGINE_IMPL: "dir.",
+    "dir": "dir.",
+    "lance.namespace.DirectoryNamespace": "dir.",
+    "rest": "rest.",
+    "lance.namespace.RestNamespace": "rest.",
+}
+_ALL_PREFIXES = frozenset(_IMPL_PREFIXES.values())
+
 _SECRET_MARKERS = (
     "secret",
     "password",
@@ -67,11 +78,36 @@ def _storage_options(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:
     return storage_options
 
 
+def _plain_keys(extra: dict[str, Any], impl: str) -> dict[str, Any]:
+    """
+    Return the extra with implementation keys as plain property names.
+
+    ``dir.<property>`` becomes ``<property>`` for the directory namespace and ``rest.<property>`` for
+    ``rest``; a key for another implementation is left out. The legacy form prefix
+    ``extra__lance__<name>`` becomes ``<name>``. A plain key wins over its implementation key.
+
+    :param extra: The connection extra (without ``impl``).
+    :param impl: The implementation name.
+    """
+    own = _IMPL_PREFIXES.get(impl)
+    plain: dict[str, Any] = {}
+    prefixed: dict[str, Any] = {}
+    for key, value in extra.items():
+        name = str(key).removeprefix("extra__lance__")
+        prefix = next((p for p in _ALL_PREFIXES if name.startswith(p)), None)
+        if prefix is None:
+            plain[name] = value
+        elif prefix == own:
+            prefixed[name.removeprefix(prefix)] = value
+    return {**prefixed, **{k: v for k, v in plain.items() if v not in (None, "")}}
+
+
 def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple[str, dict[str, str]]:
     """
     Build the implementation name and namespace properties of a ``lance`` connection.
 
-    The root comes from ``host`` (or the ``root``/``uri`` extra), ``storage_options`` become
+    Implementation keys (``dir.root``, ``rest.uri``) are accepted beside the plain names. The root comes
+    from ``host`` (or the ``root``/``uri`` extra), ``storage_options`` become
     ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret, and any other
     extra key is passed through as a property.
 
@@ -81,7 +117,9 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
         otherwise the extra as written (for ``lance_namespace.connect``).
     """
     extra = dict(conn.extra_dejson or {})
-    impl = str(extra.pop("impl", "") or "").strip() or ENGINE_IMPL
+    impl_values = (extra.pop("impl", None), extra.pop("extra__lance__impl", None))
+    impl = next((str(v).strip() for v in impl_values if v and str(v).strip()), ENGINE_IMPL)
+    extra = _plain_keys(extra, impl)
 
     properties: dict[str, str] = {}
     root = extra.pop("root", None) or extra.pop("uri", None) or conn.host

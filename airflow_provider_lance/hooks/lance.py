@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.common.compat.sdk import AirflowException, BaseHook
 
 from airflow_provider_lance.get_provider_info import CONN_FIELDS, UI_FIELD_BEHAVIOUR
+from airflow_provider_lance.hooks.admin import LanceTableAdminMixin
 from airflow_provider_lance.hooks.calls import as_model, response_field, wants_mapping
+from airflow_provider_lance.hooks.catalog import RUN_ID_METADATA, LanceCatalogMixin
 from airflow_provider_lance.hooks.connection import ENGINE_IMPL, namespace_config
+from airflow_provider_lance.hooks.data import LanceTableDataMixin
 from airflow_provider_lance.hooks.versions import LanceTableVersionsMixin
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
@@ -26,6 +29,7 @@ RUN_KEY_METADATA = "airflow_run_key"
 __all__ = [
     "DEFAULT_IMPL",
     "ENGINE_IMPL",
+    "RUN_ID_METADATA",
     "RUN_KEY_METADATA",
     "LanceHook",
     "format_identifier",
@@ -33,7 +37,7 @@ __all__ = [
 ]
 
 
-class LanceHook(LanceTableVersionsMixin, BaseHook):
+class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMixin, LanceCatalogMixin, BaseHook):
     """
     Interact with a Lance namespace.
 
@@ -72,12 +76,16 @@ class LanceHook(LanceTableVersionsMixin, BaseHook):
         """Return connection widgets to add to the connection form (Airflow < 3.2)."""
         from flask_appbuilder.fieldwidgets import BS3TextFieldWidget
         from flask_babel import lazy_gettext
-        from wtforms import StringField
+        from wtforms import BooleanField, StringField
 
-        return {
-            name: StringField(lazy_gettext(field["label"]), widget=BS3TextFieldWidget())
-            for name, field in CONN_FIELDS.items()
-        }
+        widgets: dict[str, Any] = {}
+        for name, field in CONN_FIELDS.items():
+            label = lazy_gettext(field["label"])
+            if "boolean" in field["schema"]["type"]:
+                widgets[name] = BooleanField(label, default=field["schema"].get("default", False))
+            else:
+                widgets[name] = StringField(label, widget=BS3TextFieldWidget())
+        return widgets
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -373,17 +381,3 @@ class LanceHook(LanceTableVersionsMixin, BaseHook):
     def check_table_exists(self, table_id: str | Sequence[str]) -> bool:
         """Sensor check: True when the table exists; fatal namespace errors propagate."""
         return self.table_exists(table_id)
-
-    # ------------------------------------------------------------------ UI test
-
-    def test_connection(self) -> tuple[bool, str]:
-        """List namespaces and tables at the root; never creates anything."""
-        try:
-            namespaces = self.list_namespaces(limit=1000)
-            tables = self.list_tables(limit=1000)
-        except Exception as err:
-            return False, self.redact(f"{type(err).__name__}: {err}")
-        return (
-            True,
-            f"Connection successfully tested: {len(namespaces)} namespace(s), {len(tables)} table(s) at root",
-        )

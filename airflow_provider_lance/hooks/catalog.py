@@ -1,0 +1,132 @@
+"""What a ``LanceHook`` knows about its catalog: the root, the mode, managed versions, runs (a mixin)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from airflow.providers.common.compat.sdk import AirflowException
+
+from airflow_provider_lance.hooks.calls import response_field
+from airflow_provider_lance.hooks.connection import ENGINE_IMPL
+
+#: Version metadata naming the Airflow DAG run (``<dag_id>/<run_id>``) that staged and committed a version.
+RUN_ID_METADATA = "airflow_run_id"
+
+
+def check_root(root: str, storage_options: dict[str, str]) -> str | None:
+    """
+    Return why the namespace root cannot be used (missing, not writable), or None when it can.
+
+    A local root must be an existing directory; an object-store root's bucket must exist. Writing is
+    checked with a probe object that is deleted again.
+
+    :param root: The namespace root (path or URI).
+    :param storage_options: Lance storage options (``aws_*`` ...) of the connection.
+    """
+    import fsspec
+
+    from airflow_provider_lance.namespace.storage import s3fs_arguments
+
+    protocol = root.split("://", 1)[0] if "://" in root else "file"
+    kwargs = s3fs_arguments(storage_options) if protocol in ("s3", "s3a") else {}
+    fs, path = fsspec.core.url_to_fs(root, **kwargs)
+    path = path.rstrip("/")
+    try:
+        if protocol == "file":
+            if not fs.isdir(path):
+                return f"root {root} does not exist (create the directory first)"
+        else:
+            bucket = path.split("/", 1)[0]
+            if not fs.exists(bucket):
+                return f"bucket {bucket} of root {root} does not exist or cannot be listed"
+        probe = f"{path}/.airflow-connection-test-{uuid.uuid4().hex}"
+        fs.pipe_file(probe, b"")
+        fs.rm_file(probe)
+    except PermissionError as err:
+        return f"root {root} is not writable: {type(err).__name__}"
+    except OSError as err:
+        return f"root {root} cannot be used: {type(err).__name__}: {err}"
+    return None
+
+
+class LanceCatalogMixin:
+    """Catalog-level questions: does it manage versions, which versions did a DAG run commit, test the connection."""
+
+    lance_conn_id: str
+    namespace: Any
+    get_namespace_config: Callable[[], tuple[str, dict[str, str]]]
+    redact: Callable[[object], str]
+    describe_table: Callable[..., Any]
+    list_table_versions: Callable[..., list[Any]]
+    list_namespaces: Callable[..., list[str]]
+    list_tables: Callable[..., list[str]]
+
+    def manages_versions(self, table_id: str | Sequence[str]) -> bool:
+        """
+        Return whether the catalog manages the versions of a table (``describe_table`` answers
+        ``managed_versioning=True``); only then is a batch commit of several tables atomic.
+
+        :param table_id: An existing table.
+        """
+        return bool(response_field(self.describe_table(table_id), "managed_versioning"))
+
+    def catalog_mode(self) -> dict[str, Any]:
+        """
+        Describe the catalog's mode: ``layout`` (``V1``, ``V2`` or ``V1+V2 compat``) and
+        ``table_version_management`` (None when the implementation does not say).
+        """
+        from airflow_provider_lance.namespace import DirectoryNamespace
+
+        namespace = self.namespace
+        if not isinstance(namespace, DirectoryNamespace):
+            _, props = self.get_namespace_config()
+            tvm = props.get("table_version_management")
+            return {"layout": "unknown", "table_version_management": None if tvm is None else tvm == "true"}
+        config = namespace.config
+        if config.manifest_enabled and config.dir_listing_enabled:
+            layout = "V1+V2 compat"
+        else:
+            layout = "V2" if config.manifest_enabled else "V1"
+        return {"layout": layout, "table_version_management": bool(namespace.catalog.managed())}
+
+    def find_run_version(self, table_id: str | Sequence[str], run_id: str) -> Any:
+        """
+        Return the newest version of a table committed by DAG run ``run_id`` (``<dag_id>/<run_id>``),
+        None when there is none (or the catalog does not record version metadata).
+
+        :param table_id: Table identifier.
+        :param run_id: The DAG run identity recorded as ``airflow_run_id`` metadata.
+        """
+        for version in self.list_table_versions(table_id, descending=True):
+            if (response_field(version, "metadata") or {}).get(RUN_ID_METADATA) == run_id:
+                return version
+        return None
+
+    def test_connection(self) -> tuple[bool, str]:
+        """
+        Check the root (exists, writable), then report the mode and what the root holds. Creates nothing
+        (the write check's probe object is deleted).
+        """
+        try:
+            impl, props = self.get_namespace_config()
+            if impl in (ENGINE_IMPL, "dir") and props.get("root"):
+                storage = {k.removeprefix("storage."): v for k, v in props.items() if k.startswith("storage.")}
+                problem = check_root(props["root"], storage)
+                if problem:
+                    return False, self.redact(f"Connection {self.lance_conn_id!r}: {problem}")
+            mode = self.catalog_mode()
+            namespaces = self.list_namespaces(limit=1000)
+            tables = self.list_tables(limit=1000)
+        except (AirflowException, Exception) as err:
+            from airflow_provider_lance.hooks.errors import humanize
+
+            return False, self.redact(f"{type(err).__name__}: {humanize(err)}")
+        tvm = mode["table_version_management"]
+        managed = {True: "on (atomic batch commits)", False: "off (batch commits are not atomic)"}.get(tvm, "unknown")
+        return (
+            True,
+            f"Connection successfully tested: layout {mode['layout']}, table version management {managed}; "
+            f"{len(namespaces)} namespace(s), {len(tables)} table(s) at root",
+        )
