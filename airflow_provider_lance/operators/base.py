@@ -6,12 +6,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow.providers.common.compat.sdk import AirflowException, BaseOperator
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
+from airflow.sdk import BaseOperator
 
+from airflow_provider_lance.hooks.errors import PERMANENT_ERRORS, describe_error
 from airflow_provider_lance.hooks.lance import LanceHook
+from airflow_provider_lance.utils.identifiers import parse_identifier
 from airflow_provider_lance.utils.openlineage import TouchedTable, operator_lineage
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 _IF_EXISTS = ("ignore", "fail")
 
@@ -59,14 +65,31 @@ class LanceBaseOperator(BaseOperator):
         """The LanceHook of ``lance_conn_id``."""
         return LanceHook(lance_conn_id=self.lance_conn_id)
 
+    @staticmethod
+    def _ident(value: Any, param: str) -> list[str]:
+        """
+        Parse an identifier parameter; a malformed one fails the task (no retry) naming the parameter.
+
+        :param value: The parameter's value.
+        :param param: The parameter's name (``table_id`` ...).
+        """
+        try:
+            return parse_identifier(value, param)
+        except ValueError as err:
+            raise AirflowFailException(str(err)) from None
+
     def _fail(self, message: str, err: BaseException) -> AirflowException:
         """
-        Build an exception with the namespace error's message (and no secrets).
+        Build an exception with the namespace error's message (dotted table names, no secrets).
+
+        Errors that a retry cannot fix (conflicts, invalid input, missing objects) give an
+        ``AirflowFailException``, so the task fails without retrying.
 
         :param message: What failed.
         :param err: The namespace error.
         """
-        return AirflowException(self.hook.redact(f"{message}: {type(err).__name__}: {err}"))
+        text = self.hook.redact(f"{message}: {describe_error(err)}")
+        return AirflowFailException(text) if isinstance(err, PERMANENT_ERRORS) else AirflowException(text)
 
     @contextmanager
     def _namespace_errors(
@@ -110,6 +133,39 @@ class LanceBaseOperator(BaseOperator):
         """
         self._lineage = tables
         self._lifecycle = lifecycle
+
+    def _emit_table_events(self, context: Context, versions: list[dict[str, Any]]) -> None:
+        """
+        Emit a ``lance://`` asset event per table with ``extra={"version": N, "table_id": [...]}``.
+
+        An outlet ``Asset`` matches a table by URI (:func:`~airflow_provider_lance.assets.lance.lance_asset_uri`)
+        or by name (the dotted table name); an outlet ``AssetAlias`` gets an event for every table.
+
+        :param context: The task context.
+        :param versions: ``{"table_id", "version"}`` of every table written.
+        """
+        outlets = list(self.outlets or [])
+        if not outlets or not versions:
+            return
+        from airflow.sdk import Asset, AssetAlias
+
+        from airflow_provider_lance.assets.lance import lance_asset_uri
+
+        root = self._root()
+        events = context["outlet_events"]
+        for item in versions:
+            table = list(item["table_id"])
+            dotted = ".".join(table)
+            uri = lance_asset_uri(root, table) if root else None
+            extra = {"version": item["version"], "table_id": table}
+            for outlet in outlets:
+                if isinstance(outlet, AssetAlias) and uri:
+                    events[outlet].add(Asset(uri=uri, name=uri), extra=extra)
+                elif isinstance(outlet, Asset) and ((uri and outlet.uri == uri) or outlet.name == dotted):
+                    events[outlet].extra = extra
+        assets = [o for o in outlets if not isinstance(o, AssetAlias)]
+        if len(assets) == 1 and len(versions) == 1 and not events[assets[0]].extra:
+            events[assets[0]].extra = {"version": versions[0]["version"], "table_id": list(versions[0]["table_id"])}
 
     def _root(self) -> str | None:
         """Return the namespace root of the connection, None when it cannot be read."""

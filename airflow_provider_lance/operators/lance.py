@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from airflow_provider_lance.operators.base import LanceBaseOperator
 from airflow_provider_lance.operators.base import LanceBaseOperator as _LanceBaseOperator
+from airflow_provider_lance.operators.commit import run_identity, run_key_from_context
 from airflow_provider_lance.operators.maintenance import LanceMaintainManifestOperator
 from airflow_provider_lance.operators.namespace import LanceCreateNamespaceOperator, LanceDropNamespaceOperator
 from airflow_provider_lance.operators.table import (
@@ -24,7 +25,6 @@ from airflow_provider_lance.operators.version import (
     LanceBatchCreateTableVersionsOperator,
     LanceBatchDeleteTableVersionsOperator,
     LanceCreateTableVersionOperator,
-    run_key_from_context,
 )
 from airflow_provider_lance.utils.openlineage import catalog_uri, openlineage_location
 from airflow_provider_lance.utils.retention import compute_retention_ranges
@@ -45,5 +45,6 @@ __all__ = [
     "catalog_uri",
     "compute_retention_ranges",
     "openlineage_location",
+    "run_identity",
     "run_key_from_context",
 ]

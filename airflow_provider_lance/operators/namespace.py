@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_provider_lance.operators.base import LanceBaseOperator, check_if_exists
-from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
+from airflow_provider_lance.utils.identifiers import format_identifier
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -41,7 +41,7 @@ class LanceCreateNamespaceOperator(LanceBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         import lance_namespace as ln
 
-        ident = parse_identifier(self.namespace_id)
+        ident = self._ident(self.namespace_id, "namespace_id")
         name = format_identifier(ident)
         with self._namespace_errors(
             f"Cannot create namespace {name}",
@@ -85,7 +85,7 @@ class LanceDropNamespaceOperator(LanceBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         import lance_namespace as ln
 
-        ident = parse_identifier(self.namespace_id)
+        ident = self._ident(self.namespace_id, "namespace_id")
         name = format_identifier(ident)
         with self._namespace_errors(
             f"Cannot drop namespace {name}",

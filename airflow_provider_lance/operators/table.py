@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_provider_lance.operators.base import LanceBaseOperator, check_if_exists
-from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
+from airflow_provider_lance.utils.identifiers import format_identifier
 from airflow_provider_lance.utils.openlineage import TouchedTable
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class _LanceAddTableOperator(LanceBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         import lance_namespace as ln
 
-        ident = parse_identifier(self.table_id)
+        ident = self._ident(self.table_id, "table_id")
         name = format_identifier(ident)
         location: str | None = None
         with self._namespace_errors(
@@ -136,7 +136,7 @@ class _LanceRemoveTableOperator(LanceBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         import lance_namespace as ln
 
-        ident = parse_identifier(self.table_id)
+        ident = self._ident(self.table_id, "table_id")
         name = format_identifier(ident)
         with self._namespace_errors(
             f"Cannot {self._verb} table {name}",

@@ -9,118 +9,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from airflow_provider_lance.hooks.lance import RUN_KEY_METADATA
 from airflow_provider_lance.operators.base import LanceBaseOperator
-from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
-from airflow_provider_lance.utils.openlineage import TouchedTable
+from airflow_provider_lance.operators.commit import LanceCommitOperator, run_identity, run_key_from_context
+from airflow_provider_lance.utils.identifiers import format_identifier
 from airflow_provider_lance.utils.retention import compute_retention_ranges
 
 if TYPE_CHECKING:
-    from airflow.providers.common.compat.sdk import Context
+    from airflow.sdk import Context
 
 
-def run_key_from_context(context: Context) -> str:
-    """
-    Return the idempotency key ``<dag_id>/<run_id>/<task_id>/<map_index>`` of the running task.
-
-    :param context: The task context.
-    """
-    ti = context["ti"]
-    map_index = getattr(ti, "map_index", -1)
-    if map_index is None:
-        map_index = -1
-    return f"{ti.dag_id}/{ti.run_id}/{ti.task_id}/{map_index}"
-
-
-class _LanceCommitOperator(LanceBaseOperator):
-    """Shared logic of the version-committing operators: idempotency key and asset events."""
-
-    def _prepare(self, entries: list[Any], run_key: str) -> list[Any]:
-        """
-        Return the entries as ``CreateTableVersionEntry`` models recording ``run_key`` in their metadata.
-
-        :param entries: Entries (models or dicts).
-        :param run_key: The task's idempotency key.
-        """
-        prepared = []
-        for entry in entries:
-            model = self.hook.to_version_entry(entry)
-            metadata = dict(model.metadata or {})
-            metadata[RUN_KEY_METADATA] = run_key
-            prepared.append(model.model_copy(update={"metadata": metadata}))
-        return prepared
-
-    def _split_committed(self, entries: list[Any], run_key: str) -> tuple[list[Any], list[Any]]:
-        """
-        Return ``(already committed by this task, still to commit)``.
-
-        :param entries: The prepared entries.
-        :param run_key: The task's idempotency key.
-        """
-        import lance_namespace as ln
-
-        done, todo = [], []
-        for entry in entries:
-            try:
-                existing = self.hook.describe_table_version(entry.id, entry.version)
-            except (ln.TableVersionNotFoundError, ln.TableNotFoundError):
-                todo.append(entry)
-                continue
-            metadata = (existing.metadata if existing is not None else None) or {}
-            if metadata.get(RUN_KEY_METADATA) == run_key:
-                done.append(entry)
-            else:
-                todo.append(entry)  # let the engine report the conflict
-        return done, todo
-
-    def _finish(self, context: Context, committed: list[dict[str, Any]], already: bool) -> dict[str, Any]:
-        """
-        Record lineage and asset events of the committed versions and return the task's result.
-
-        :param context: The task context.
-        :param committed: ``{"table_id", "version"}`` of every version.
-        :param already: Whether an earlier try of this task committed them.
-        """
-        self._touched([TouchedTable(c["table_id"], None, c["version"]) for c in committed], "OVERWRITE")
-        self._emit_version_events(context, committed)
-        return {"versions": committed, "already_committed": already}
-
-    def _emit_version_events(self, context: Context, versions: list[dict[str, Any]]) -> None:
-        """
-        Attach ``extra={"version": N}`` to the asset events of the outlets matching committed tables.
-
-        :param context: The task context.
-        :param versions: ``{"table_id", "version"}`` of every committed version.
-        """
-        outlets = [o for o in (self.outlets or []) if hasattr(o, "uri")]
-        if not outlets or not versions:
-            return
-        from airflow_provider_lance.assets.lance import lance_asset_uri
-
-        root = self._root()
-        events = context["outlet_events"]
-        matched: set[int] = set()
-        for committed in versions:
-            table = committed["table_id"]
-            dotted = ".".join(table)
-            uri = lance_asset_uri(root, table) if root else None
-            for index, asset in enumerate(outlets):
-                if asset.uri == uri or getattr(asset, "name", None) == dotted:
-                    events[asset].extra = {"version": committed["version"], "table_id": table}
-                    matched.add(index)
-        if not matched and len(outlets) == 1 and len(versions) == 1:
-            events[outlets[0]].extra = {
-                "version": versions[0]["version"],
-                "table_id": versions[0]["table_id"],
-            }
-
-
-class LanceCreateTableVersionOperator(_LanceCommitOperator):
+class LanceCreateTableVersionOperator(LanceCommitOperator):
     """
     Commit a staged manifest as a new version of a table.
 
-    The commit records ``airflow_run_key`` (``dag_id/run_id/task_id/map_index``) in the version
-    metadata, so that a retried task recognises its own earlier commit and does not commit twice.
+    The commit records the DAG run (``airflow_run_id``, ``dag_id/run_id``) in the version metadata, so
+    that a retried task or a rerun of the cleared DAG run recognises its earlier commit.
 
     :param table_id: Table identifier, dotted string or list of parts. (templated)
     :param version: Version to commit (latest + 1). (templated)
@@ -166,9 +69,9 @@ class LanceCreateTableVersionOperator(_LanceCommitOperator):
         self.metadata = metadata
 
     def execute(self, context: Context) -> dict[str, Any]:
-        ident = parse_identifier(self.table_id)
+        ident = self._ident(self.table_id, "table_id")
         name = format_identifier(ident)
-        run_key = run_key_from_context(context)
+        run_key, run_id = run_key_from_context(context), run_identity(context)
         (entry,) = self._prepare(
             [
                 {
@@ -182,12 +85,12 @@ class LanceCreateTableVersionOperator(_LanceCommitOperator):
                 }
             ],
             run_key,
+            run_id,
         )
-        committed = [{"table_id": ident, "version": entry.version}]
-        done, _ = self._split_committed([entry], run_key)
+        done, _ = self._split_committed([entry], run_id)
         if done:
-            self.log.info("Version %s of table %s was already committed by this task", entry.version, name)
-            return self._finish(context, committed, already=True)
+            self.log.info("Version %s of table %s was already committed by this DAG run", done[0]["version"], name)
+            return self._finish(context, done, already=True)
         with self._namespace_errors(f"Cannot commit version {entry.version} of table {name}"):
             response = self.hook.create_table_version(
                 ident,
@@ -204,7 +107,7 @@ class LanceCreateTableVersionOperator(_LanceCommitOperator):
         return self._finish(context, committed, already=False)
 
 
-class LanceBatchCreateTableVersionsOperator(_LanceCommitOperator):
+class LanceBatchCreateTableVersionsOperator(LanceCommitOperator):
     """
     Atomically commit staged versions of several tables (``BatchCreateTableVersions``).
 
@@ -212,12 +115,17 @@ class LanceBatchCreateTableVersionsOperator(_LanceCommitOperator):
     e.g. rendered from an upstream XCom) or from ``entries_file``, a JSON file holding
     ``{"entries": [...]}`` (what a Spark job can leave behind, since ``SparkSubmitOperator``
     returns nothing), read with :func:`airflow_provider_lance.staging.read_entries`. Each entry may
-    name its table as ``id`` or ``table_id`` (list or dotted). Every entry's metadata records
-    ``airflow_run_key``; a retry finding all its versions committed with that key returns the same
-    result without committing again.
+    name its table as ``id`` or ``table_id`` (list or dotted). Every entry's metadata records the DAG run
+    (``airflow_run_id``); a retry, or a rerun of the cleared DAG run, finds the tables it committed and
+    does not commit them again.
+
+    All or nothing: on a catalog without table version management a batch of several tables is refused
+    unless ``allow_non_atomic=True``; every entry is checked (table exists, version is the next one)
+    before anything is committed. A conflict with another run fails without retrying.
 
     :param entries: Version entries. (templated)
     :param entries_file: Path or URI of a JSON file with the entries. (templated)
+    :param allow_non_atomic: Accept a non-atomic commit of several tables (see above).
     :param lance_conn_id: Connection id of the namespace. (templated)
     """
 
@@ -270,28 +178,28 @@ class LanceBatchCreateTableVersionsOperator(_LanceCommitOperator):
             raise AirflowFailException(f"Entries file {path} is not an entries document: {err}") from None
 
     def execute(self, context: Context) -> dict[str, Any]:
-        run_key = run_key_from_context(context)
+        run_key, run_id = run_key_from_context(context), run_identity(context)
         try:
-            entries = self._prepare(self._load_entries(), run_key)
+            entries = self._prepare(self._load_entries(), run_key, run_id)
         except (ValueError, TypeError) as err:
             raise AirflowFailException(f"Invalid table version entries: {err}") from None
-        done, todo = self._split_committed(entries, run_key)
+        done, todo = self._split_committed(entries, run_id)
         if not todo:
-            committed = [{"table_id": list(e.id), "version": e.version} for e in entries]
-            self.log.info("All %d versions were already committed by this task", len(entries))
-            return self._finish(context, committed, already=True)
+            self.log.info("All %d versions were already committed by this DAG run (%s)", len(entries), run_id)
+            return self._finish(context, done, already=True)
         if done:
             self.log.warning(
-                "%d of %d versions were already committed by this task; committing the %d others",
+                "%d of %d tables were already committed by this DAG run; committing the %d others",
                 len(done),
                 len(entries),
                 len(todo),
             )
+        self._check_entries(todo)
         tables = ", ".join(format_identifier(e.id) for e in todo)
-        with self._namespace_errors(f"Cannot commit table versions of {tables}"):
+        with self._namespace_errors(f"Cannot commit table versions of {tables} (nothing was committed)"):
             response = self.hook.batch_create_table_versions(todo)
         versions = list(getattr(response, "versions", None) or [])
-        committed = [{"table_id": list(e.id), "version": e.version} for e in done]
+        committed = list(done)
         for index, entry in enumerate(todo):
             number = versions[index].version if index < len(versions) else entry.version
             committed.append({"table_id": list(entry.id), "version": int(number)})
@@ -367,7 +275,7 @@ class LanceBatchDeleteTableVersionsOperator(LanceBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         import lance_namespace as ln
 
-        ident = parse_identifier(self.table_id)
+        ident = self._ident(self.table_id, "table_id")
         name = format_identifier(ident)
         ranges: list[dict[str, int]] = []
         deleted_count = 0

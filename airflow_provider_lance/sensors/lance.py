@@ -46,10 +46,19 @@ class _LanceBaseSensor(BaseSensorOperator):
         """The LanceHook of ``lance_conn_id``."""
         return LanceHook(lance_conn_id=self.lance_conn_id)
 
+    def _ident(self) -> list[str]:
+        """Parse ``table_id``; a malformed one fails the task naming the parameter."""
+        try:
+            return parse_identifier(self.table_id, "table_id")
+        except ValueError as err:
+            raise AirflowFailException(str(err)) from None
+
     def _fatal(self, err: BaseException) -> AirflowFailException:
-        ident = parse_identifier(self.table_id)
+        from airflow_provider_lance.hooks.errors import humanize
+
+        name = format_identifier(self._ident())
         return AirflowFailException(
-            self.hook.redact(f"Cannot check Lance table {format_identifier(ident)}: {type(err).__name__}: {err}")
+            self.hook.redact(f"Cannot check Lance table {name}: {type(err).__name__}: {humanize(err)}")
         )
 
     def _guarded(self, func: Any, *args: Any, **kwargs: Any) -> Any:
@@ -108,14 +117,14 @@ class LanceTableExistenceSensor(_LanceBaseSensor):
     template_fields: Sequence[str] = ("table_id", "lance_conn_id")
 
     def poke(self, context: Context) -> bool:
-        ident = parse_identifier(self.table_id)
+        ident = self._ident()
         exists = self._guarded(self.hook.check_table_exists, ident)
         self.log.info("Lance table %s exists: %s", format_identifier(ident), exists)
         return bool(exists)
 
     def _trigger(self, context: Context) -> LanceTableExistenceTrigger:
         return LanceTableExistenceTrigger(
-            table_id=parse_identifier(self.table_id),
+            table_id=self._ident(),
             lance_conn_id=self.lance_conn_id,
             poll_interval=self.poke_interval,
         )
@@ -161,8 +170,25 @@ class LanceTableVersionSensor(_LanceBaseSensor):
         self._baseline: int | None = None
 
     @staticmethod
-    def _int(value: Any) -> int | None:
-        return None if value is None or value == "" else int(value)
+    def _int(value: Any, param: str) -> int | None:
+        """
+        Return a version parameter as an int; anything else fails the task naming the parameter.
+
+        :param value: The (rendered) value.
+        :param param: The parameter's name.
+        """
+        if value is None or value == "":
+            return None
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = -1
+        if number < 0:
+            raise AirflowFailException(
+                f"{param} must be a version number (an integer >= 0), got {value!r}; to wait for the next "
+                "version use newer_than_baseline=True, for any version from N on use min_version=N"
+            )
+        return number
 
     def _get_baseline(self, context: Context, ident: list[str]) -> int:
         store = context.get("task_state_store")
@@ -195,20 +221,20 @@ class LanceTableVersionSensor(_LanceBaseSensor):
     def _criteria(self, context: Context, ident: list[str]) -> dict[str, int | None]:
         baseline = self._get_baseline(context, ident) if self.newer_than_baseline else None
         return {
-            "version": self._int(self.version),
-            "min_version": self._int(self.min_version),
+            "version": self._int(self.version, "version"),
+            "min_version": self._int(self.min_version, "min_version"),
             "baseline": baseline,
         }
 
     def poke(self, context: Context) -> PokeReturnValue:
-        ident = parse_identifier(self.table_id)
+        ident = self._ident()
         criteria = self._criteria(context, ident)
         done, found = self._guarded(self.hook.check_table_version, ident, **criteria)
         self.log.info("Lance table %s: version found %s, condition met: %s", format_identifier(ident), found, done)
         return PokeReturnValue(is_done=done, xcom_value=found if done else None)
 
     def _trigger(self, context: Context) -> LanceTableVersionTrigger:
-        ident = parse_identifier(self.table_id)
+        ident = self._ident()
         return LanceTableVersionTrigger(
             table_id=ident,
             lance_conn_id=self.lance_conn_id,

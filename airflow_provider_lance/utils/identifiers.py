@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 
-def parse_identifier(identifier: str | Sequence[str] | None) -> list[str]:
+def parse_identifier(identifier: str | Sequence[str] | None, what: str = "identifier") -> list[str]:
     """
     Normalise a Lance object identifier to a list of parts.
 
@@ -16,6 +16,7 @@ def parse_identifier(identifier: str | Sequence[str] | None) -> list[str]:
     list (what a rendered template may produce) is decoded.
 
     :param identifier: Dotted string or sequence of parts.
+    :param what: What the identifier is, for error messages (e.g. the parameter name ``table_id``).
     :raises ValueError: If a part is empty or not a string.
     """
     if identifier is None:
@@ -30,15 +31,18 @@ def parse_identifier(identifier: str | Sequence[str] | None) -> list[str]:
             except ValueError:
                 decoded = None
             if isinstance(decoded, list):
-                return parse_identifier(decoded)
+                return parse_identifier(decoded, what)
         parts: list[Any] = text.split(".")
     elif isinstance(identifier, Iterable):
         parts = list(identifier)
     else:
-        raise ValueError(f"Identifier must be a dotted string or a list of strings, got {identifier!r}")
+        raise ValueError(f"{what} must be a dotted string or a list of strings, got {identifier!r}")
     for part in parts:
         if not isinstance(part, str) or not part:
-            raise ValueError(f"Invalid identifier {identifier!r}: every part must be a non-empty string")
+            raise ValueError(
+                f"Invalid {what} {identifier!r}: every part must be a non-empty string "
+                "(write it as namespace.table, e.g. demo.users)"
+            )
     return [str(p) for p in parts]
 
 

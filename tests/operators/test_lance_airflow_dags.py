@@ -29,7 +29,10 @@ def e2e(airflow_db, tmp_path, monkeypatch):
     root = tmp_path / "warehouse"
     root.mkdir()
     monkeypatch.setenv("LANCE_E2E_ROOT", str(root))
-    monkeypatch.setenv("AIRFLOW_CONN_LANCE_DEFAULT", f'{{"conn_type": "lance", "host": "{root}"}}')
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LANCE_DEFAULT",
+        f'{{"conn_type": "lance", "host": "{root}", "extra": {{"table_version_management": "true"}}}}',
+    )
     DAGS_FOLDER.mkdir(parents=True, exist_ok=True)
     target = DAGS_FOLDER / DAG_FILE.name
     shutil.copyfile(DAG_FILE, target)

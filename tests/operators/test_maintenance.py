@@ -15,13 +15,9 @@ from tests.operators.context import make_context
 
 
 @pytest.fixture
-def busy_catalog(set_conn, engine_impl, lance_root, monkeypatch):
+def busy_catalog(set_conn, engine_impl, lance_root):
     """Our engine's catalog after many small writes, with automatic maintenance off so fragments pile up."""
-    from airflow_provider_lance.namespace import maintenance
-
-    monkeypatch.setattr(maintenance, "CHECK_EVERY", 0)
-    monkeypatch.setattr(maintenance, "CLEANUP_EVERY", 0)
-    set_conn(engine_impl)
+    set_conn(engine_impl, extra={"manifest_maintenance_every": "0", "manifest_cleanup_every": "0"})
     hook = LanceHook()
     hook.create_namespace("prod")
     for i in range(12):
