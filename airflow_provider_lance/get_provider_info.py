@@ -67,6 +67,8 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_lance.operators.table",
                     "airflow_provider_lance.operators.version",
                     "airflow_provider_lance.operators.maintenance",
+                    "airflow_provider_lance.operators.data",
+                    "airflow_provider_lance.operators.spark",
                 ],
             }
         ],

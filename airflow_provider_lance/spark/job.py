@@ -13,6 +13,13 @@ Arguments:
   name, score, bucket), or a parquet / csv / json path, optionally prefixed ``parquet:``, ``csv:``, ``json:``.
 * ``--mode append|overwrite``, ``--partitions N`` (repartition inputs), ``--storage-option key=value``.
 * ``--entries-out PATH``: where the ``{"entries": [...]}`` document goes (local path or fsspec URI).
+* ``--run-id ID``: the pipeline run (``<dag_id>/<run_id>``), recorded as ``airflow_run_id`` in the staged
+  versions' metadata. A table that already has a version committed by this run is not staged again: its
+  committed version goes into the document, and the commit recognises it (idempotent reruns).
+
+Secrets stay off the command line: the environment variable ``LANCE_NAMESPACE_PROPERTIES`` (a JSON object of
+namespace properties, what ``LanceSparkStagingOperator`` sets from the Airflow connection) is read first, then
+``--properties-json`` and ``--property``; ``LANCE_NAMESPACE_IMPL`` is the default of ``--impl``.
 
 Nothing is committed; the document is written only when every table was staged, and the job exits non-zero
 otherwise.
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,6 +42,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("airflow_provider_lance.spark.job")
 
 FORMATS = ("parquet", "csv", "json")
+
+#: Environment variables carrying the namespace configuration (so that secrets never reach argv).
+ENV_PROPERTIES = "LANCE_NAMESPACE_PROPERTIES"
+ENV_IMPL = "LANCE_NAMESPACE_IMPL"
+ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -52,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lance-spark-staging", description="Stage Spark data into Lance namespace tables."
     )
-    parser.add_argument("--impl", default="auto", help="namespace implementation (auto, dir, or class path)")
+    parser.add_argument("--impl", default=None, help="namespace implementation (auto, dir, or class path)")
     parser.add_argument("--property", action="append", type=_key_value, default=[], metavar="KEY=VALUE")
     parser.add_argument("--properties-json", default=None, help="namespace properties as a JSON object")
     parser.add_argument(
@@ -63,19 +76,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--storage-option", action="append", type=_key_value, default=[], metavar="KEY=VALUE")
     parser.add_argument("--entries-out", required=True, help="where to write the entries JSON document")
     parser.add_argument("--no-create-parents", action="store_true", help="do not create missing namespaces")
+    parser.add_argument("--run-id", default=None, help="the pipeline run (dag_id/run_id), for idempotent reruns")
     return parser
 
 
 def namespace_properties(args: argparse.Namespace) -> dict[str, str]:
-    """Merge ``--properties-json`` and ``--property`` (the latter win) into string properties.
+    """Merge ``$LANCE_NAMESPACE_PROPERTIES``, ``--properties-json`` and ``--property`` (later win) into properties.
 
     :param args: the parsed arguments.
     """
     properties: dict[str, str] = {}
-    if args.properties_json:
-        loaded = json.loads(args.properties_json)
+    for source, text in ((ENV_PROPERTIES, os.environ.get(ENV_PROPERTIES)), ("--properties-json", args.properties_json)):
+        if not text:
+            continue
+        loaded = json.loads(text)
         if not isinstance(loaded, dict):
-            raise SystemExit("--properties-json must be a JSON object")
+            raise SystemExit(f"{source} must be a JSON object")
         properties.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in loaded.items() if v is not None})
     properties.update(dict(args.property))
     if not properties.get("root"):
@@ -157,32 +173,51 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
 
     from airflow_provider_lance.namespace.storage import s3fs_arguments
     from airflow_provider_lance.spark.staging import parse_table_id, stage_dataframes
-    from airflow_provider_lance.staging import write_entries
+    from airflow_provider_lance.staging import RUN_ID_METADATA, committed_by_run, committed_entry, write_entries
 
     args = build_parser().parse_args(argv)
     properties = namespace_properties(args)
-    namespace = build_namespace(args.impl, properties)
+    impl = args.impl or os.environ.get(ENV_IMPL) or "auto"
+    namespace = build_namespace("auto" if impl == ENGINE_IMPL else impl, properties)
     storage_options = {k.removeprefix("storage."): v for k, v in properties.items() if k.startswith("storage.")}
     storage_options.update(dict(args.storage_option))
 
     spark = spark or SparkSession.builder.appName("lance-spark-staging").getOrCreate()
-    frames = []
+    frames, committed = [], []
     for table, spec in args.tables:
+        table_id = parse_table_id(table)
+        done = committed_by_run(namespace, table_id, args.run_id) if args.run_id else None
+        if done is not None:
+            log.info(
+                "%s: version %s was already committed by run %s; not staged again", table, done.version, args.run_id
+            )
+            committed.append(committed_entry(table_id, done))
+            continue
         frame = load_input(spark, spec)
         if args.partitions:
             frame = frame.repartition(args.partitions)
-        frames.append((parse_table_id(table), frame))
-    staged = stage_dataframes(
-        namespace,
-        frames,
-        mode=args.mode,
-        storage_options=storage_options,
-        create_parents=not args.no_create_parents,
+        frames.append((table_id, frame))
+    staged = (
+        stage_dataframes(
+            namespace,
+            frames,
+            mode=args.mode,
+            storage_options=storage_options,
+            create_parents=not args.no_create_parents,
+        )
+        if frames
+        else []
     )
-    write_entries([s.entry for s in staged], args.entries_out, storage_options=s3fs_arguments(storage_options))
+    entries = [s.entry for s in staged]
+    if args.run_id:
+        entries = [
+            e.model_copy(update={"metadata": {**(e.metadata or {}), RUN_ID_METADATA: args.run_id}}) for e in entries
+        ]
+    write_entries([*committed, *entries], args.entries_out, storage_options=s3fs_arguments(storage_options))
     summary = {
         "entries_out": args.entries_out,
         "tables": [{"table": ".".join(s.entry.id), "version": s.entry.version, "rows": s.rows} for s in staged],
+        "already_committed": [{"table": ".".join(e.id), "version": e.version} for e in committed],
     }
     log.info("Staged %s", summary)
     return summary

@@ -11,7 +11,7 @@ one plain JSON document::
 
 Modules: :mod:`.namespace` (:class:`StagingNamespace`, the wrapper that records instead of committing),
 :mod:`.stage` (:func:`prepare_target`, :func:`stage_data`, :func:`stage_fragments`), :mod:`.entries` (the
-JSON entries document and :func:`commit_entries`).
+JSON entries document and :func:`commit_entries`), :mod:`.runs` (what a pipeline run already committed).
 
 Caveats:
 
@@ -39,6 +39,7 @@ from airflow_provider_lance.staging.entries import (
     write_entries,
 )
 from airflow_provider_lance.staging.namespace import StagingNamespace, table_id_key
+from airflow_provider_lance.staging.runs import RUN_ID_METADATA, committed_by_run, committed_entry
 from airflow_provider_lance.staging.stage import (
     StageMode,
     StagingTarget,
@@ -52,11 +53,14 @@ from airflow_provider_lance.staging.stage import (
 
 __all__ = [
     "ENTRIES_KEY",
+    "RUN_ID_METADATA",
     "EntryParser",
     "StageMode",
     "StagingNamespace",
     "StagingTarget",
     "commit_entries",
+    "committed_by_run",
+    "committed_entry",
     "entries_from_json",
     "entries_to_document",
     "entries_to_json",
