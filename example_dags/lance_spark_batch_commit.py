@@ -1,13 +1,20 @@
 """Spark stages new versions of several Lance tables; one atomic batch commit makes them visible together.
 
-``stage_tables`` (``SparkSubmitOperator``) runs the provider's Spark job: executors write the Lance data files,
-the driver stages one version per table and writes the entries to commit to a JSON file (nothing is visible
-yet). ``commit_versions`` commits them with ``BatchCreateTableVersions``; a retried commit does not commit
-twice. Sensors then confirm each table is at its new version and ``report`` reads the tables.
+``stage_tables`` (``LanceSparkStagingOperator``) runs the provider's Spark job: executors write the Lance data
+files, the driver stages one version per table and writes the entries to commit to a JSON file (nothing is
+visible yet). The Lance connection (root, credentials, storage options) reaches the job through the
+environment of ``spark-submit``, never its command line, so the DAG runs unchanged on ``s3://`` roots.
+``commit_versions`` commits them with ``BatchCreateTableVersions``, all or nothing, and emits one ``lance://``
+asset event per table (through the ``lance_spark_batch_commit`` asset alias; ``lance_asset_consumer`` is
+scheduled on it). Sensors then confirm each table is at its new version and ``report`` reads the tables.
 
-Connections: ``lance_default`` (conn type ``lance``, host = namespace root, or extra ``{"root": ...}``) and
-``spark_default`` (e.g. ``{"conn_type": "spark", "host": "local[2]"}``). Environment: ``LANCE_DEMO_WORK``
-(where entries files go; default ``demo_data/staging`` in the working tree).
+Reruns: the DAG run's identity goes into the metadata of every version it commits. A retried commit, or a
+cleared and re-run DAG run, finds the versions this run committed: staging skips those tables and the
+commit commits nothing new. ``max_active_runs=1``: two runs staging on top of the same versions would conflict.
+
+Connections: ``lance_default`` (conn type ``lance``, host = namespace root, or extra ``{"root": ...}``; turn on
+table version management) and ``spark_default`` (e.g. ``{"conn_type": "spark", "host": "local[2]"}``).
+Environment: ``LANCE_DEMO_WORK`` (where entries files go; default ``demo_data/staging`` in the working tree).
 """
 
 from __future__ import annotations
@@ -17,12 +24,11 @@ import sys
 from pathlib import Path
 
 import pendulum
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, AssetAlias, Param, task
 
+from airflow_provider_lance.operators.spark import LanceSparkStagingOperator
 from airflow_provider_lance.operators.version import LanceBatchCreateTableVersionsOperator
 from airflow_provider_lance.sensors.lance import LanceTableVersionSensor
-from airflow_provider_lance.spark import job_path
 
 DAG_ID = "lance_spark_batch_commit"
 WORK_DIR = os.environ.get("LANCE_DEMO_WORK", str(Path(__file__).resolve().parents[1] / "demo_data" / "staging"))
@@ -34,7 +40,9 @@ TABLES = {
     "demo.scores": "range:{{ params.rows // 2 }}",
 }
 
-CONN = "conn.get(params.lance_conn_id)"
+#: Every table committed by this DAG gets an asset event through this alias (``lance://`` URI, version in extra).
+COMMITTED = AssetAlias("lance_spark_batch_commit")
+
 ENTRIES_FILE = WORK_DIR + "/{{ dag.dag_id }}/{{ run_id | replace(':', '') | replace('+', '') }}.json"
 
 with DAG(
@@ -42,6 +50,7 @@ with DAG(
     schedule=None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
+    max_active_runs=1,
     tags=["lance", "spark", "example"],
     params={
         "lance_conn_id": Param("lance_default", type="string"),
@@ -50,34 +59,25 @@ with DAG(
     },
     doc_md=__doc__,
 ) as dag:
-    stage_tables = SparkSubmitOperator(
+    stage_tables = LanceSparkStagingOperator(
         task_id="stage_tables",
         conn_id="spark_default",
-        application=job_path(),
-        name="lance-staging-{{ dag.dag_id }}",
+        lance_conn_id="{{ params.lance_conn_id }}",
+        tables=TABLES,
+        mode="{{ params.mode }}",
+        entries_file=ENTRIES_FILE,
         conf={"spark.ui.enabled": "false"},
         env_vars={
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         },
-        application_args=[
-            "--property",
-            f"root={{{{ {CONN}.extra_dejson.get('root') or {CONN}.host }}}}",
-            # With table version management the commit below is one atomic step for all tables.
-            "--property",
-            f"table_version_management={{{{ {CONN}.extra_dejson.get('table_version_management', 'false') }}}}",
-            "--mode",
-            "{{ params.mode }}",
-            "--entries-out",
-            ENTRIES_FILE,
-            *[arg for table, spec in TABLES.items() for arg in ("--table", f"{table}={spec}")],
-        ],
     )
 
     commit_versions = LanceBatchCreateTableVersionsOperator(
         task_id="commit_versions",
         entries_file=ENTRIES_FILE,
         lance_conn_id="{{ params.lance_conn_id }}",
+        outlets=[COMMITTED],
     )
 
     sensors = [

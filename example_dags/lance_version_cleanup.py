@@ -1,7 +1,8 @@
-"""Scheduled retention: keep the newest versions of each Lance table and delete the older ones.
+"""Scheduled maintenance: compact each Lance table's files, then keep its newest versions and delete the older ones.
 
-One ``LanceBatchDeleteTableVersionsOperator`` per table with a ``keep_last`` policy (the latest version is
-never deleted; a table that does not exist yet is skipped).
+``optimize`` (``LanceOptimizeTableOperator``, pylance's optimizer: compaction and index optimization), then one
+``LanceBatchDeleteTableVersionsOperator`` per table with a ``keep_last`` policy (the latest version is never
+deleted; a table that does not exist yet is skipped).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import DAG, Param
 
+from airflow_provider_lance.operators.data import LanceOptimizeTableOperator
 from airflow_provider_lance.operators.version import LanceBatchDeleteTableVersionsOperator
 
 TABLES = ["demo.users", "demo.events", "demo.scores"]
@@ -26,8 +28,9 @@ with DAG(
     },
     doc_md=__doc__,
 ) as dag:
+    optimize = LanceOptimizeTableOperator(task_id="optimize", tables=TABLES, lance_conn_id="{{ params.lance_conn_id }}")
     for table in TABLES:
-        LanceBatchDeleteTableVersionsOperator(
+        optimize >> LanceBatchDeleteTableVersionsOperator(
             task_id=f"retain_{table.replace('.', '_')}",
             table_id=table,
             keep_last="{{ params.keep_last }}",

@@ -45,6 +45,8 @@ def demo_environment(root: Path, work: Path, home: Path) -> dict[str, str]:
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+            # This working tree's provider first (the venv may hold another checkout's editable install).
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
         }
     )
     return env

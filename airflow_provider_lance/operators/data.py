@@ -189,9 +189,17 @@ class LanceOptimizeTableOperator(_LanceTablesOperator):
         self.cleanup_older_than = cleanup_older_than
 
     def execute(self, context: Context) -> dict[str, Any]:
+        import lance_namespace as ln
+
         results = []
         for ident in self._tables(self.tables):
-            with self._namespace_errors(f"Cannot optimize table {format_identifier(ident)}"):
+            name = format_identifier(ident)
+            with self._namespace_errors(
+                f"Cannot optimize table {name}",
+                expected=(ln.TableNotFoundError, ln.NamespaceNotFoundError),
+                expected_message=f"Table {name} does not exist",
+                tolerate=True,
+            ):
                 results.append(
                     self.hook.optimize_table(
                         ident,

@@ -78,7 +78,7 @@ def test_example_dag_end_to_end(airflow_env: dict[str, str]) -> None:
     rerun = airflow(airflow_env, "tasks", "test", "lance_spark_batch_commit", "commit_versions", run_id)
     output = rerun.stdout + rerun.stderr
     # The catalog manages table versions, so the operator finds its run key on the committed versions.
-    assert "All 3 versions were already committed by this task" in output, output[-6000:]
+    assert "All 3 versions were already committed by this DAG run" in output, output[-6000:]
     assert "Committed version 2" not in output, output[-6000:]
     check_tables(root, version=1)
     # One atomic commit: every table's version row is in __manifest.
