@@ -77,6 +77,11 @@ class Catalog:
     def managed_persisted(self) -> bool:
         return self.manifest.metadata().get(TABLE_VERSION_MANAGEMENT_KEY) == "true"
 
+    def response_storage_options(self, vend_credentials: bool | None = None) -> dict[str, str] | None:
+        """Storage options for a response: credentials only with the ``credential_vending_enabled`` property
+        and a request that does not decline them (``vend_credentials=False``)."""
+        return self.storage.response_options(self.config.credential_vending and vend_credentials is not False)
+
     # -- namespaces -------------------------------------------------------------------------------------
     def rows(self, *object_ids: str) -> dict[str, ManifestRow]:
         """The manifest rows of these ids (the root's '' is skipped; nothing without a manifest)."""

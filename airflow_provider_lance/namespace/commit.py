@@ -23,6 +23,7 @@ from lance_namespace import (
     CreateTableVersionResponse,
     InvalidInputError,
     TableVersion,
+    UnsupportedOperationError,
 )
 
 from airflow_provider_lance.namespace import feature_flags
@@ -32,8 +33,10 @@ from airflow_provider_lance.namespace.concurrency import map_concurrently
 from airflow_provider_lance.namespace.manifest import TABLE_VERSION, DuplicateObjectError, ManifestRow
 from airflow_provider_lance.namespace.storage import FileInfo
 from airflow_provider_lance.namespace.versions import (
+    MAIN_BRANCH,
     finalize,
     latest_number,
+    locate_line,
     manifests_differ,
     naming_scheme,
     table_version_from,
@@ -62,17 +65,18 @@ class _Entry:
 # -- the operations ---------------------------------------------------------------------------------------
 def create_table_version(catalog: Catalog, request: CreateTableVersionRequest) -> CreateTableVersionResponse:
     """CreateTableVersion: commit one staged manifest as the next version of a table."""
-    table = catalog.find_table(ids.validate_identifier(request.id, "table"))
+    table, managed = locate_line(catalog, request.id, request.branch, writing=True)
     entry = CreateTableVersionEntry(
         id=request.id or [],
         version=request.version,
+        branch=request.branch,
         manifest_path=request.manifest_path,
         manifest_size=request.manifest_size,
         e_tag=request.e_tag,
         metadata=request.metadata,
         naming_scheme=request.naming_scheme,
     )
-    return CreateTableVersionResponse(version=_create(catalog, [(table, entry)])[0])
+    return CreateTableVersionResponse(version=_create(catalog, [(table, entry)], managed)[0])
 
 
 def batch_create_table_versions(
@@ -97,15 +101,22 @@ def batch_create_table_versions(
     for parts, entry in zip(identifiers, request.entries, strict=True):
         if isinstance(parts, InvalidInputError):
             raise parts
+        if entry.branch not in (None, MAIN_BRANCH):
+            # one __manifest transaction covers main-line versions only
+            raise UnsupportedOperationError(
+                f"BatchCreateTableVersions commits main-line versions, not branch '{entry.branch}'"
+            )
         located.append((catalog.find_table(parts, rows=rows), entry))
     keys = [(ids.object_id(entry.id), entry.version) for entry in request.entries]
     if len(set(keys)) != len(keys):
         raise InvalidInputError("BatchCreateTableVersions has the same table version twice")
-    return BatchCreateTableVersionsResponse(versions=_create(catalog, located))
+    return BatchCreateTableVersionsResponse(versions=_create(catalog, located, catalog.managed()))
 
 
 # -- the protocol -----------------------------------------------------------------------------------------
-def _create(catalog: Catalog, located: Sequence[tuple[Table, CreateTableVersionEntry]]) -> list[TableVersion]:
+def _create(
+    catalog: Catalog, located: Sequence[tuple[Table, CreateTableVersionEntry]], managed: bool
+) -> list[TableVersion]:
     """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
     entry serves both the scheme check and the version check."""
     remote = catalog.storage.is_remote
@@ -113,7 +124,7 @@ def _create(catalog: Catalog, located: Sequence[tuple[Table, CreateTableVersionE
     entries = [
         _validate(catalog, table, entry, names) for (table, entry), names in zip(located, listings, strict=True)
     ]
-    if not catalog.managed():
+    if not managed:
         return [_create_unmanaged(catalog, entry) for entry in entries]
     return _create_managed(catalog, entries, listings)
 
@@ -121,8 +132,7 @@ def _create(catalog: Catalog, located: Sequence[tuple[Table, CreateTableVersionE
 def _validate(catalog: Catalog, table: Table, entry: CreateTableVersionEntry, names: Sequence[str]) -> _Entry:
     """The staged manifest must be inside this table's ``_versions/``, staged (not final), for this version;
     anything else is InvalidInput and changes nothing. ``names``: the table's ``_versions/``."""
-    if entry.version < 1:
-        raise InvalidInputError(f"Invalid version {entry.version} for '{table.object_id}'")
+    ids.check_version(entry.version, f"version for '{table.object_id}'")
     key = catalog.storage.key_of(entry.manifest_path)
     directory = ids.versions_dir(table.location) + "/"
     name = key[len(directory) :] if key and key.startswith(directory) else None

@@ -106,6 +106,8 @@ class NamespaceConfig:
     dir_listing_enabled: bool = True
     table_version_management: bool | None = None
     commit_retries: int = 20
+    # Credentials in DescribeTable/DeclareTable responses only when asked for (property and request).
+    credential_vending: bool = False
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
 
@@ -137,6 +139,9 @@ class NamespaceConfig:
             dir_listing_enabled=parse_bool("dir_listing_enabled", properties.get("dir_listing_enabled"), True),
             table_version_management=management,
             commit_retries=parse_int("commit_retries", properties.get("commit_retries"), 20),
+            credential_vending=parse_bool(
+                "credential_vending_enabled", properties.get("credential_vending_enabled"), False
+            ),
             maintenance=MaintenancePolicy.from_properties(properties),
             storage_options=storage,
         )

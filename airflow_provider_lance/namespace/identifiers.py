@@ -17,6 +17,7 @@ MANIFEST_DIR = "__manifest"
 VERSIONS_DIR = "_versions"
 U64_MAX = 2**64 - 1
 V1, V2 = "V1", "V2"  # manifest naming schemes
+MAX_VERSION = 2**63 - 1  # Lance versions are u64; V2 names count down from u64::MAX, so stay well inside
 _FINAL = re.compile(r"^(\d+)\.manifest$")
 _STAGED = re.compile(r"^(\d+)\.manifest-([A-Za-z0-9_.-]+)$")
 # A part becomes a directory-name component, and most file systems cap a name at 255 bytes.
@@ -110,11 +111,17 @@ def validate_relative_location(location: object) -> str:
     """A location given by a caller (RegisterTable): relative to the root, no scheme, no escape."""
     if not isinstance(location, str) or not location.strip("/"):
         raise InvalidInputError(f"Invalid location {location!r}: expected a path relative to the root")
-    if "://" in location or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
-        raise InvalidInputError(f"Invalid location {location!r}: it must be relative to the namespace root")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in location):
+        raise InvalidInputError(f"Invalid location {location!r}: control characters are not allowed")
+    if "://" in location:
+        raise InvalidInputError(f"Invalid location {location!r}: Absolute URIs are not allowed (relative to the root)")
+    if location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
+        raise InvalidInputError(f"Invalid location {location!r}: Absolute paths are not allowed (relative to the root)")
     parts = location.rstrip("/").split("/")
+    if any(part == ".." for part in parts):
+        raise InvalidInputError(f"Invalid location {location!r}: Path traversal is not allowed")
     if any(part in _FORBIDDEN_PARTS or "\\" in part for part in parts):
-        raise InvalidInputError(f"Invalid location {location!r}: empty, '.' or '..' segments are not allowed")
+        raise InvalidInputError(f"Invalid location {location!r}: empty or '.' segments are not allowed")
     if parts[0] == MANIFEST_DIR:
         raise InvalidInputError(f"Invalid location {location!r}: '{MANIFEST_DIR}' is reserved")
     return "/".join(parts)
@@ -142,6 +149,13 @@ def paginate(names: Iterable[str], page_token: str | None, limit: int | None) ->
         return ordered, None
     page = ordered[:limit]
     return page, (page[-1] if page else None)
+
+
+def check_version(value: object, name: str = "version", minimum: int = 1) -> int:
+    """A version number from a request: an integer in ``[minimum, MAX_VERSION]``, else InvalidInput."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_VERSION:
+        raise InvalidInputError(f"Invalid {name} {value!r}: expected an integer from {minimum} to {MAX_VERSION}")
+    return value
 
 
 # -- manifest files (seed 003, "Manifest Naming Schemes") ----------------------------------------------------

@@ -36,7 +36,10 @@ class DirectoryNamespace(LanceNamespace):
         self.manifest = self.catalog.manifest
 
     def namespace_id(self) -> str:
-        return f"DirectoryNamespace {{ root: '{self.config.root}' }}"
+        """``DirectoryNamespace { root: "<root>" }`` like the reference (a local root as a plain path)."""
+        storage = self.catalog.storage
+        root = storage.path() if storage.scheme == "file" else self.config.root
+        return f'DirectoryNamespace {{ root: "{root}" }}'
 
     def __repr__(self) -> str:
         return f"DirectoryNamespace(root={self.config.root!r})"

@@ -40,7 +40,7 @@ def create_namespace(catalog: Catalog, request: CreateNamespaceRequest) -> Creat
     if mode not in (CREATE, *EXIST_OK, OVERWRITE):
         raise InvalidInputError(f"Invalid mode '{request.mode}': expected create, exist_ok or overwrite")
     if not parts:
-        raise NamespaceAlreadyExistsError("The root namespace always exists")
+        raise NamespaceAlreadyExistsError("Namespace already exists: the root namespace always exists")
     catalog.require_manifest("CreateNamespace")
     oid = ids.object_id(parts)
     rows = catalog.rows(ids.object_id(parts[:-1]), oid)

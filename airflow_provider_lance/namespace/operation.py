@@ -26,7 +26,8 @@ def coerce_request(request: Any, model: type[_Request]) -> _Request:
     if request is None:
         return model()
     if isinstance(request, model):
-        return request
+        # a model built with model_construct (or changed after construction) skipped validation: validate now
+        request = request.model_dump(by_alias=True, warnings=False, exclude_unset=True)
     if isinstance(request, dict):
         try:
             return model.model_validate(request)

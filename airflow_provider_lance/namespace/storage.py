@@ -16,9 +16,7 @@ See docs/reliability.md.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import re
 import threading
 import uuid
 from dataclasses import dataclass
@@ -28,28 +26,9 @@ import fsspec
 from lance_namespace import InvalidInputError, UnsupportedOperationError
 
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
+from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS, install_log_redaction, s3fs_arguments
 
-# Lance (object_store) option names → s3fs arguments; the same ``storage.*`` properties configure both.
-_S3_CREDENTIALS = {
-    "aws_access_key_id": "key",
-    "access_key_id": "key",
-    "aws_secret_access_key": "secret",
-    "secret_access_key": "secret",
-    "aws_session_token": "token",
-    "session_token": "token",
-    "token": "token",
-}
-_S3_CLIENT = {
-    "aws_endpoint": "endpoint_url",
-    "aws_endpoint_url": "endpoint_url",
-    "endpoint": "endpoint_url",
-    "endpoint_url": "endpoint_url",
-    "aws_region": "region_name",
-    "region": "region_name",
-}
-_S3_FLAGS = {"aws_skip_signature": "anon", "skip_signature": "anon"}
 _CONDITIONAL_PUT = ("aws_conditional_put", "conditional_put")
-_SECRET_OPTIONS = frozenset(_S3_CREDENTIALS)  # key ids too: masked wherever options are shown
 _MEMORY_LOCK = threading.Lock()
 _PROBE_LOCK = threading.Lock()
 _PROBED: dict[tuple[str, str], bool] = {}  # (endpoint, bucket) -> honours If-None-Match
@@ -76,38 +55,6 @@ def is_denied_error(error: BaseException) -> bool:
     )
 
 
-class _RedactCredentials(logging.Filter):
-    """botocore logs every signed request at DEBUG, Authorization header (with the access key id) and
-    security token included (``botocore.endpoint``), and the canonical request with the token
-    (``botocore.auth``); replace them before any handler sees the record. The secret key itself is never
-    sent, so it is never logged."""
-
-    _PATTERNS = (
-        (re.compile(r"Credential=[^/,\s'\"]+"), "Credential=***"),
-        (re.compile(r"('X-Amz-Security-Token': b?)'[^']*'", re.IGNORECASE), r"\1'***'"),
-        (re.compile(r"(x-amz-security-token:)[^\s]+", re.IGNORECASE), r"\1***"),  # the canonical request
-    )
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = message
-        for pattern, replacement in self._PATTERNS:
-            redacted = pattern.sub(replacement, redacted)
-        if redacted != message:
-            record.msg, record.args = redacted, ()
-        return True
-
-
-_REDACTOR = _RedactCredentials()
-
-
-def _install_log_redaction() -> None:
-    for name in ("botocore.endpoint", "botocore.auth", "aiobotocore.endpoint"):
-        logger = logging.getLogger(name)
-        if _REDACTOR not in logger.filters:
-            logger.addFilter(_REDACTOR)
-
-
 @dataclass(frozen=True)
 class FileInfo:
     """What a listing or head request tells about one object."""
@@ -115,24 +62,6 @@ class FileInfo:
     size: int
     e_tag: str | None
     timestamp_millis: int | None
-
-
-def s3fs_arguments(options: dict[str, str]) -> dict[str, Any]:
-    """s3fs keyword arguments for Lance (object_store) S3 option names (the same `storage.*` properties
-    configure pylance and fsspec)."""
-    kwargs: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True}
-    client: dict[str, str] = {}
-    for name, value in options.items():
-        lowered = name.lower()
-        if lowered in _S3_CREDENTIALS:
-            kwargs[_S3_CREDENTIALS[lowered]] = value
-        elif lowered in _S3_CLIENT:
-            client[_S3_CLIENT[lowered]] = value
-        elif lowered in _S3_FLAGS:
-            kwargs[_S3_FLAGS[lowered]] = value.strip().lower() == "true"
-    if client:
-        kwargs["client_kwargs"] = client
-    return kwargs
 
 
 class Storage:
@@ -154,7 +83,7 @@ class Storage:
             self.fs = fsspec.filesystem("memory")
             self._base = "/" + rest.strip("/") if rest.strip("/") else ""
         elif self.scheme in ("s3", "s3a"):
-            _install_log_redaction()
+            install_log_redaction()
             self.fs = fsspec.filesystem("s3", **s3fs_arguments(self.options))
             self._base = rest
         else:
@@ -181,10 +110,20 @@ class Storage:
     def __repr__(self) -> str:  # never show storage options: they may hold secrets
         return f"Storage(root={self.root!r})"
 
+    def response_options(self, vend_credentials: bool) -> dict[str, str] | None:
+        """The storage options a response may carry: endpoint, region and the like, and the credentials only
+        when vending them (responses end up in logs, XCom and lineage)."""
+        shared = {
+            name: value
+            for name, value in self.options.items()
+            if vend_credentials or name.lower() not in SECRET_OPTIONS
+        }
+        return shared or None
+
     @property
     def safe_options(self) -> dict[str, str]:
         """The storage options with secret values masked (for messages and debugging)."""
-        return {name: ("***" if name.lower() in _SECRET_OPTIONS else value) for name, value in self.options.items()}
+        return {name: ("***" if name.lower() in SECRET_OPTIONS else value) for name, value in self.options.items()}
 
     # -- naming -----------------------------------------------------------------------------------------
     def path(self, key: str = "") -> str:

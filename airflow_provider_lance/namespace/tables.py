@@ -77,7 +77,7 @@ def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTabl
             raise
     return DeclareTableResponse(
         location=catalog.storage.uri(location),
-        storage_options=catalog.config.storage_options or None,
+        storage_options=catalog.response_storage_options(request.vend_credentials),
         properties=dict(request.properties) if request.properties else None,
         managed_versioning=True if catalog.managed() else None,
     )
@@ -124,11 +124,12 @@ def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
 
 def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeTableResponse:
     """DescribeTable: locate the table, open it with pylance when it has data, and return name, schema,
-    version and location. A declared table without data answers ``is_only_declared``."""
+    version and location. A declared table without data answers ``is_only_declared`` when the request sets
+    ``check_declared``."""
     parts = ids.validate_identifier(request.id, "table")
     table = catalog.find_table(parts)
     managed = catalog.managed()
-    version = request.version
+    version = None if request.version is None else ids.check_version(request.version)
     if version is None and managed:
         latest = versions.latest_version(catalog, table)
         version = latest.version if latest else None
@@ -137,7 +138,7 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         namespace=parts[:-1],
         location=catalog.storage.uri(table.location),
         table_uri=catalog.storage.uri(table.location),
-        storage_options=catalog.config.storage_options or None,
+        storage_options=catalog.response_storage_options(request.vend_credentials),
         properties=table.properties,
         managed_versioning=True if managed else None,
     )
@@ -147,7 +148,8 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
     if dataset is None:
         if request.version is not None:
             raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
-        response.is_only_declared = True
+        if request.check_declared:  # answered only when asked, as the reference does
+            response.is_only_declared = True
         return response
     response.version = dataset.version
     response.var_schema = to_json_schema(dataset.schema)
@@ -183,20 +185,32 @@ def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterT
         if not storage.exists(f"{location}/{DEREGISTERED_MARKER}"):
             raise TableNotFoundError(f"No deregistered table at '{location}'")
         storage.delete(f"{location}/{DEREGISTERED_MARKER}")
-        return RegisterTableResponse(location=storage.uri(location), properties=request.properties)
+        return RegisterTableResponse(location=request.location, properties=request.properties)
     rows = catalog.rows(ids.object_id(parts[:-1]), oid)
     catalog.check_namespace(parts[:-1], rows)
     if oid in rows or catalog.v1_table(parts) is not None:
         raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
-    if not storage.list_dir(location):
-        raise InvalidInputError(f"Invalid location '{location}': no table data there")
+    _check_location_is_free(catalog, location)
     try:
         catalog.insert_child(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None), parts[:-1])
     except DuplicateObjectError:
         raise TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
     if catalog.is_v1_location(Table(parts, location)):
         storage.delete(f"{location}/{DEREGISTERED_MARKER}")
-    return RegisterTableResponse(location=storage.uri(location), properties=request.properties)
+    return RegisterTableResponse(location=request.location, properties=request.properties)
+
+
+def _check_location_is_free(catalog: Catalog, location: str) -> None:
+    """Two tables never share bytes: the location must not be another table's, nor lie inside or around one
+    (a table directory is one with ``_versions/``, or a registered location)."""
+    taken = {row.location: row.object_id for row in catalog.manifest.children("", TABLE) if row.location}
+    ancestors = ["/".join(location.split("/")[:depth]) for depth in range(1, location.count("/") + 1)]
+    for other, oid in taken.items():
+        if other == location or other in ancestors or other.startswith(location + "/"):
+            raise InvalidInputError(f"Invalid location '{location}': it overlaps table '{oid}' at '{other}'")
+    for ancestor in ancestors:
+        if catalog.storage.list_names(ids.versions_dir(ancestor)):
+            raise InvalidInputError(f"Invalid location '{location}': it lies inside the table at '{ancestor}'")
 
 
 def deregister_table(catalog: Catalog, request: DeregisterTableRequest) -> DeregisterTableResponse:

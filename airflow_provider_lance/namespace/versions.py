@@ -9,6 +9,7 @@ row) before answering. The writer side is in commit.py.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -21,13 +22,35 @@ from lance_namespace import (
     InvalidInputError,
     ListTableVersionsRequest,
     ListTableVersionsResponse,
+    TableBranchNotFoundError,
     TableVersion,
     TableVersionNotFoundError,
+    UnsupportedOperationError,
 )
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.manifest import TABLE_VERSION, ManifestRow
+
+MAIN_BRANCH = "main"
+MAX_VERSIONS_PER_DELETE = 1_000_000
+
+
+# -- which version line ---------------------------------------------------------------------------------------
+def locate_line(catalog: Catalog, identifier: object, branch: str | None, writing: bool = False) -> tuple[Table, bool]:
+    """The table whose versions a request names, and whether they are managed. ``branch`` (pylance's
+    ``tree/<name>/``, which must exist) moves the version files to the branch directory; ``__manifest`` tracks
+    only the main line, so branch versions are unmanaged and writing them is refused on a managed catalog."""
+    table = catalog.find_table(ids.validate_identifier(identifier, "table"))
+    managed = catalog.managed()
+    if branch is None or branch == MAIN_BRANCH:
+        return table, managed
+    ids.validate_identifier([branch], "branch")
+    if catalog.storage.file_info(f"{table.location}/_refs/branches/{branch}.json") is None:
+        raise TableBranchNotFoundError(f"Table branch not found: '{branch}' of '{table.object_id}'")
+    if writing and managed:
+        raise UnsupportedOperationError(f"Versions of branch '{branch}' are not managed: commit them with pylance")
+    return Table(table.parts, f"{table.location}/tree/{branch}"), False
 
 
 # -- what exists -----------------------------------------------------------------------------------------------
@@ -156,13 +179,13 @@ def manifests_differ(catalog: Catalog, staged_key: str, final_key: str) -> bool:
 def list_table_versions(catalog: Catalog, request: ListTableVersionsRequest) -> ListTableVersionsResponse:
     """ListTableVersions: every version (files, and rows with management), ascending or descending, paged by
     version number."""
-    table = catalog.find_table(ids.validate_identifier(request.id, "table"))
+    table, managed = locate_line(catalog, request.id, request.branch)
     limit, page_token, descending = request.limit, request.page_token, bool(request.descending)
     if limit is not None and limit < 0:
         raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
-    if page_token is not None and not page_token.isdigit():
+    if page_token is not None and not (page_token.isascii() and page_token.isdigit()):
         raise InvalidInputError(f"Invalid page_token {page_token!r}: expected a version number")
-    versions = all_versions(catalog, table, catalog.managed())
+    versions = all_versions(catalog, table, managed)
     ordered = sorted(versions, reverse=descending)
     if page_token is not None:
         after = int(page_token)
@@ -176,12 +199,14 @@ def list_table_versions(catalog: Catalog, request: ListTableVersionsRequest) -> 
 
 def describe_table_version(catalog: Catalog, request: DescribeTableVersionRequest) -> DescribeTableVersionResponse:
     """DescribeTableVersion: one version, the latest when none is given."""
-    table = catalog.find_table(ids.validate_identifier(request.id, "table"))
-    return DescribeTableVersionResponse(version=describe(catalog, table, request.version, catalog.managed()))
+    table, managed = locate_line(catalog, request.id, request.branch)
+    return DescribeTableVersionResponse(version=describe(catalog, table, request.version, managed))
 
 
 def describe(catalog: Catalog, table: Table, version: int | None, managed: bool) -> TableVersion:
     """One version of a located table (the latest when ``version`` is None); TableVersionNotFound if none."""
+    if version is not None:
+        ids.check_version(version)
     if managed and version is not None:
         row = catalog.manifest.get(ids.version_object_id(table.parts, version))
         if row is not None:
@@ -203,29 +228,43 @@ def batch_delete_table_versions(
     """BatchDeleteTableVersions: delete the manifests of every version in the ranges (start inclusive, end
     exclusive, a negative end = through the latest), then their rows. Missing versions: TableVersionNotFound
     unless ``ignore_missing`` (the request model has no such field: it travels in the context)."""
-    table = catalog.find_table(ids.validate_identifier(request.id, "table"))
+    table, managed = locate_line(catalog, request.id, request.branch, writing=True)
     ignore_missing = (request.context or {}).get("ignore_missing", "false").lower() == "true"
-    managed = catalog.managed()
     names = version_names(catalog, table)
     files = {parsed[0] for name in names if (parsed := ids.parse_manifest_name(name))}
     rows = version_rows(catalog, [table])[0] if managed else {}
     existing = files | set(rows)
-    latest = max(existing, default=0)
-    wanted: set[int] = set()
-    for version_range in request.ranges:
-        start, end = version_range.start_version, version_range.end_version
-        if start < 0:
-            raise InvalidInputError(f"Invalid version range start {start}")
-        wanted.update(range(start, latest + 1 if end < 0 else end))
-    missing = wanted - existing
-    if missing and not ignore_missing:
-        raise TableVersionNotFoundError(f"Table versions not found for '{table.object_id}': {sorted(missing)[:10]}")
-    targets = sorted(wanted & existing)
+    spans = _version_spans(request, latest=max(existing, default=0))
+    targets = sorted(v for v in existing if any(start <= v < end for start, end in spans))
+    if not ignore_missing and sum(end - start for start, end in spans) != len(targets):
+        missing = itertools.islice((v for start, end in spans for v in range(start, end) if v not in existing), 10)
+        raise TableVersionNotFoundError(f"Table versions not found for '{table.object_id}': {list(missing)}")
     scheme = naming_scheme(names) or ids.V2
     for version in targets:
         catalog.storage.delete(ids.manifest_key(table.location, version, scheme))
     catalog.manifest.delete_table_versions(table.object_id, [v for v in targets if v in rows])
     return BatchDeleteTableVersionsResponse(deleted_count=len(targets))
+
+
+def _version_spans(request: BatchDeleteTableVersionsRequest, latest: int) -> list[tuple[int, int]]:
+    """The request's ranges as sorted, merged ``[start, end)`` spans (a negative end = through ``latest``),
+    without expanding them: at most ``MAX_VERSIONS_PER_DELETE`` versions per request, as the reference."""
+    spans = []
+    for version_range in request.ranges:
+        start = ids.check_version(version_range.start_version, "start_version", minimum=0)
+        end = version_range.end_version
+        end = latest + 1 if isinstance(end, int) and end < 0 else ids.check_version(end, "end_version", minimum=0)
+        if end > start:
+            spans.append((start, end))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    if sum(end - start for start, end in merged) > MAX_VERSIONS_PER_DELETE:
+        raise InvalidInputError(f"BatchDeleteTableVersions covers more than {MAX_VERSIONS_PER_DELETE} versions")
+    return merged
 
 
 def table_version_from(version: int, meta: dict[str, Any]) -> TableVersion:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
 import pytest
 from lance_namespace import (
@@ -15,6 +16,7 @@ from lance_namespace import (
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
     TableAlreadyExistsError,
+    TableBranchNotFoundError,
     TableNotFoundError,
     TableVersionNotFoundError,
     UnsupportedOperationError,
@@ -76,7 +78,47 @@ CASES: list[tuple[str, str, Any, type[LanceNamespaceError]]] = [
     ("register-uri", "register_table", {"id": ["prod", "r"], "location": "file:///etc"}, InvalidInputError),
     ("register-abs", "register_table", {"id": ["prod", "r"], "location": "/etc"}, InvalidInputError),
     ("register-empty", "register_table", {"id": ["prod", "r"], "location": ""}, InvalidInputError),
-    ("register-nothing-there", "register_table", {"id": ["prod", "r"], "location": "ghost.lance"}, InvalidInputError),
+    (
+        "register-in-versions",
+        "register_table",
+        {"id": ["prod", "r"], "location": "events.lance/_versions"},
+        InvalidInputError,
+    ),
+    ("register-taken", "register_table", {"id": ["prod", "r"], "location": "events.lance"}, InvalidInputError),
+    ("register-nul", "register_table", {"id": ["prod", "r"], "location": "a\x00b"}, InvalidInputError),
+    ("declare-nul-location", "declare_table", {"id": ["prod", "n"], "location": "a\x00b"}, InvalidInputError),
+    (
+        "delete-1e9-versions",
+        "batch_delete_table_versions",
+        {"id": ["prod", "users"], "ranges": [{"start_version": 0, "end_version": 10**9}]},
+        InvalidInputError,
+    ),
+    (
+        "delete-2e62-versions",
+        "batch_delete_table_versions",
+        {"id": ["prod", "users"], "ranges": [{"start_version": 0, "end_version": 2**62}]},
+        InvalidInputError,
+    ),
+    (
+        "delete-missing-branch",
+        "batch_delete_table_versions",
+        {"id": ["prod", "users"], "branch": "dev", "ranges": [{"start_version": 1, "end_version": 2}]},
+        TableBranchNotFoundError,
+    ),
+    (
+        "list-versions-missing-branch",
+        "list_table_versions",
+        {"id": ["prod", "users"], "branch": "dev"},
+        TableBranchNotFoundError,
+    ),
+    ("describe-version-2e64", "describe_table_version", {"id": ["prod", "users"], "version": 2**64}, InvalidInputError),
+    ("describe-table-version-0", "describe_table", {"id": ["prod", "users"], "version": 0}, InvalidInputError),
+    (
+        "list-versions-unicode-token",
+        "list_table_versions",
+        {"id": ["prod", "users"], "page_token": "\u00b2"},
+        InvalidInputError,
+    ),
     ("register-exists", "register_table", {"id": ["events"], "location": "events.lance"}, TableAlreadyExistsError),
     ("register-no-location", "register_table", {"id": ["prod", "r"]}, InvalidInputError),
     ("deregister-missing", "deregister_table", {"id": ["prod", "nope"]}, TableNotFoundError),
@@ -185,3 +227,20 @@ def test_construction_and_reads_create_nothing(tmp_path) -> None:
     with pytest.raises(TableNotFoundError):
         ns.describe_table({"id": ["t"]})
     assert list(root.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("method", "request_"),
+    [
+        ("list_tables", ln.ListTablesRequest.model_construct(id=[], limit="many")),
+        ("describe_table", ln.DescribeTableRequest.model_construct(id=["prod", "users"], version="latest")),
+        ("create_table_version", ln.CreateTableVersionRequest.model_construct(id=["prod", "users"], version=None)),
+    ],
+)
+def test_unvalidated_models_are_validated(catalog, method, request_) -> None:
+    """A request built with ``model_construct`` skipped pydantic's validation: InvalidInput, not a TypeError."""
+    ns, root = catalog
+    before = tree_snapshot(root)
+    with pytest.raises(InvalidInputError):
+        getattr(ns, method)(request_)
+    assert tree_snapshot(root) == before

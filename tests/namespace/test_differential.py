@@ -99,7 +99,7 @@ def test_describe_table_reports_version_and_schema(make_namespace):
     ns = make_namespace("ours")
     data = pa.table({"id": pa.array([1, 2], pa.int32()), "v": pa.array([0.5, 1.5], pa.float64())})
     do(ns, "declare_table", id=["t"])
-    declared = do(ns, "describe_table", id=["t"])
+    declared = do(ns, "describe_table", id=["t"], check_declared=True)
     assert declared.is_only_declared is True and declared.version is None
     lance.write_dataset(data, namespace_client=ns, table_id=["t"], mode="overwrite")
     lance.write_dataset(data, namespace_client=ns, table_id=["t"], mode="append")

@@ -81,7 +81,7 @@ def _declare_final(table_id: list[str]) -> Callable[[DirectoryNamespace, dict[st
         # a fault after the marker was written and before the row leaves exactly that
         found = len(_rows(ns, "$".join(table_id)))
         assert found == 1 if len(table_id) > 1 else found <= 1, found
-        assert ns.describe_table(ln.DescribeTableRequest(id=table_id)).is_only_declared
+        assert ns.describe_table(ln.DescribeTableRequest(id=table_id, check_declared=True)).is_only_declared
         assert "existing" in ns.list_tables(ln.ListTablesRequest(id=["db"])).tables
 
     return check

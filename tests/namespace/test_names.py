@@ -87,7 +87,7 @@ def test_roots_with_special_characters_are_separate_catalogs(tmp_path: Path, spe
             assert _count(ns, ["n", "t"]) == rows
             assert _count(ns, ["r"]) == rows
     # the same root given as a file:// URI (escaped) is the same catalog
-    uri = DirectoryNamespace(root=str(odd)).namespace_id().split("'")[1]
+    uri = DirectoryNamespace(root=str(odd)).config.root
     assert _count(DirectoryNamespace(root=uri), ["r"]) == 2
 
 

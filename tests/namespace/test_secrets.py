@@ -125,3 +125,27 @@ def test_bad_properties_do_not_echo_secrets() -> None:
         with pytest.raises(ln.InvalidInputError) as caught:
             DirectoryNamespace(**properties)
         _assert_clean(_full_text(caught.value), "InvalidInput")
+
+
+@pytest.mark.s3
+def test_responses_carry_no_credentials_unless_vending_is_enabled(servers) -> None:
+    """DescribeTable, DeclareTable and CreateTable answer with the endpoint and region, never the credentials
+    (responses end up in XCom, logs and lineage), unless the namespace property ``credential_vending_enabled``
+    asks for them and the request does not decline (``vend_credentials=False``)."""
+    server, _ = servers
+    root = f"s3://secrets/{uuid.uuid4().hex}"
+    ns = DirectoryNamespace(**_properties(server.endpoint, root))
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["db"]))
+    responses = [
+        ns.declare_table(ln.DeclareTableRequest(id=["db", "t"])),
+        ns.describe_table(ln.DescribeTableRequest(id=["db", "t"])),
+        ns.describe_table(ln.DescribeTableRequest(id=["db", "t"], vend_credentials=True)),
+    ]
+    for response in responses:
+        _assert_clean(response.model_dump_json(), type(response).__name__)
+        assert response.storage_options["aws_endpoint"] == server.endpoint
+    vending = DirectoryNamespace(**_properties(server.endpoint, root, credential_vending_enabled="true"))
+    vended = vending.describe_table(ln.DescribeTableRequest(id=["db", "t"]))
+    assert vended.storage_options["aws_secret_access_key"] == SECRET
+    declined = vending.describe_table(ln.DescribeTableRequest(id=["db", "t"], vend_credentials=False))
+    _assert_clean(declined.model_dump_json(), "a request declining credentials")

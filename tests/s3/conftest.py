@@ -45,7 +45,13 @@ class MotoServer:
         }
 
     def properties(self, root: str, **extra: str) -> dict[str, str]:
-        props = {"root": root, **{f"storage.{k}": v for k, v in self.storage_options().items()}}
+        """Namespace properties; the credentials are vended to pylance writers through the namespace (a test
+        server's keys; the default is not to, see tests/namespace/test_secrets.py)."""
+        props = {
+            "root": root,
+            "credential_vending_enabled": "true",
+            **{f"storage.{k}": v for k, v in self.storage_options().items()},
+        }
         props.update(extra)
         return props
 

@@ -64,7 +64,7 @@ def test_table_operations(s3_props, moto_server):
     assert ns.list_tables(ln.ListTablesRequest(id=["db"])).tables == ["t"]
     assert ns.list_tables(ln.ListTablesRequest(id=[])).tables == ["root_t"]
     ns.table_exists(ln.TableExistsRequest(id=["db", "t"]))
-    described = ns.describe_table(ln.DescribeTableRequest(id=["db", "t"]))
+    described = ns.describe_table(ln.DescribeTableRequest(id=["db", "t"], check_declared=True))
     assert described.is_only_declared and described.properties == {"k": "v"}
 
     # write data with pylance through the namespace, then deregister / register / drop

@@ -70,7 +70,7 @@ def test_reads_need_no_write(tmp_path: Path, properties: dict[str, str], monkeyp
     assert ns.list_tables(ln.ListTablesRequest(id=[])).tables == ["root_t"]
     ns.table_exists(ln.TableExistsRequest(id=["db", "t"]))
     assert ns.describe_table(ln.DescribeTableRequest(id=["db", "t"])).version == 2
-    assert ns.describe_table(ln.DescribeTableRequest(id=["db", "declared"])).is_only_declared
+    assert ns.describe_table(ln.DescribeTableRequest(id=["db", "declared"], check_declared=True)).is_only_declared
     assert [v.version for v in ns.list_table_versions(ln.ListTableVersionsRequest(id=["db", "t"])).versions] == [1, 2]
     assert ns.describe_table_version(ln.DescribeTableVersionRequest(id=["db", "t"])).version.version == 2
     assert ns.describe_table_version(ln.DescribeTableVersionRequest(id=["db", "t"], version=1)).version.version == 1

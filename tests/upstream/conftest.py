@@ -9,6 +9,8 @@ Every test taking ``impl`` (or ``make``/``kind``) runs twice: ``ours`` is
 * ``@pytest.mark.ours_fails("what")``: a catalog behaviour the reference has and ours lacks; strict xfail on
   ours with reason ``issue 12: what``, to be fixed in the engine and un-marked.
 * ``@pytest.mark.reference_lacks("why")``: the reference (pylance 14.0.2) fails it too; skipped there.
+* ``@pytest.mark.ours_by_spec("why")``: the spec asks for other behaviour than upstream's test; skipped on ours
+  (the spec's behaviour is tested in tests/namespace).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "data_plane: needs the data plane (strict xfail on ours: issue 14)")
     config.addinivalue_line("markers", "ours_fails(what): reference passes, ours fails (strict xfail on ours)")
     config.addinivalue_line("markers", "reference_lacks(why): fails on pylance 14.0.2 too (skipped there)")
+    config.addinivalue_line("markers", "ours_by_spec(why): the spec differs from upstream's test (skipped on ours)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -47,6 +50,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.xfail(strict=True, reason="data plane: issue 14"))
             for mark in item.iter_markers("ours_fails"):
                 item.add_marker(pytest.mark.xfail(strict=True, reason=f"issue 12: {mark.args[0]}"))
+            for mark in item.iter_markers("ours_by_spec"):
+                item.add_marker(pytest.mark.skip(reason=mark.args[0]))
         elif kind == "reference":
             for mark in item.iter_markers("reference_lacks"):
                 item.add_marker(pytest.mark.skip(reason=mark.args[0]))

@@ -93,9 +93,6 @@ def test_drop_table(impl: LanceNamespace) -> None:
 
 
 # -- namespaces ---------------------------------------------------------------------------------------------
-@pytest.mark.ours_fails(
-    "create_namespace of the root: message lacks 'already exists' ('The root namespace always exists')"
-)
 def test_root_namespace_operations(impl: LanceNamespace) -> None:
     """Ports test_root_namespace_operations (lancedb/lance, rust/lance-namespace-impls/src/dir.rs)."""
     assert impl.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == []
@@ -243,7 +240,6 @@ def test_isolation_between_namespaces(impl: LanceNamespace) -> None:
 
 
 # -- register / deregister ----------------------------------------------------------------------------------
-@pytest.mark.ours_fails("register_table returns the absolute file:// location, not the caller's relative one")
 @pytest.mark.reference_lacks(
     "pylance 14.0.2: table_exists is false for a root-level table registered at a location other than <name>.lance"
 )
@@ -256,7 +252,6 @@ def test_register_table(impl: LanceNamespace, root: Path) -> None:
     assert "registered_table" in tables_of(impl, [])
 
 
-@pytest.mark.ours_fails("register_table refuses a location holding no table data ('no table data there')")
 def test_register_table_duplicate_fails(impl: LanceNamespace) -> None:
     """Ports test_register_table_duplicate_fails (lancedb/lance, rust/lance-namespace-impls/src/dir.rs): upstream
     registers ``test_table.lance`` where no dataset exists, then expects the second registration to fail."""
@@ -290,9 +285,9 @@ def test_deregister_table_in_child_namespace(impl: LanceNamespace, root: Path) -
     _assert_deregistered(impl, root, ["test_ns", "test_table"])
 
 
-@pytest.mark.ours_fails(
-    "register_table with manifest_enabled=false: TableNotFoundError 'No deregistered table at …' instead of the "
-    "reference's UnsupportedOperationError '… only supported when manifest mode is enabled'"
+@pytest.mark.ours_by_spec(
+    "seed 000 (DeregisterTable): a deregistered V1 table is re-registered with RegisterTable; the reference "
+    "refuses RegisterTable without the manifest"
 )
 def test_register_without_manifest_fails(make: Callable[..., LanceNamespace]) -> None:
     """Ports the register half of test_register_deregister_without_manifest_fails (lancedb/lance,
@@ -310,19 +305,16 @@ def test_register_without_manifest_fails(make: Callable[..., LanceNamespace]) ->
             "s3://bucket/table.lance",
             "Absolute URIs are not allowed",
             id="absolute_uri",
-            marks=pytest.mark.ours_fails("error message lacks 'Absolute URIs are not allowed'"),
         ),
         pytest.param(
             "/tmp/table.lance",
             "Absolute paths are not allowed",
             id="absolute_path",
-            marks=pytest.mark.ours_fails("error message lacks 'Absolute paths are not allowed'"),
         ),
         pytest.param(
             "../outside/table.lance",
             "Path traversal is not allowed",
             id="path_traversal",
-            marks=pytest.mark.ours_fails("error message lacks 'Path traversal is not allowed'"),
         ),
     ],
 )

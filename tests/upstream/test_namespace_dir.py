@@ -114,7 +114,6 @@ def test_drop_table(impl: LanceNamespace) -> None:
     assert not table_exists(impl, ["workspace", "test_table"])
 
 
-@pytest.mark.ours_fails("namespace_id() format: root: 'file:///…' instead of the reference's root: \"/…\"")
 def test_namespace_id_names_root(impl: LanceNamespace, root: Path) -> None:
     """Ports the root extraction of TestTableOperations.test_deregister_table / test_register_table
     (lance-format/lance, test_namespace_dir.py): ``re.search(r'root: "([^"]+)"', namespace_id())``."""
@@ -136,7 +135,6 @@ def test_deregister_table(impl: LanceNamespace, root: Path) -> None:
     assert response.id == ["workspace", "test_table"]
 
 
-@pytest.mark.ours_fails("register_table returns the absolute file:// location, not the caller's relative one")
 def test_register_table(impl: LanceNamespace, root: Path) -> None:
     """Ports TestTableOperations.test_register_table (lance-format/lance, test_namespace_dir.py)."""
     create_namespaces(impl, ["workspace"])
@@ -157,19 +155,16 @@ def test_register_table(impl: LanceNamespace, root: Path) -> None:
             "s3://bucket/table.lance",
             "Absolute URIs are not allowed",
             id="absolute_uri",
-            marks=pytest.mark.ours_fails("error message lacks 'Absolute URIs are not allowed'"),
         ),
         pytest.param(
             "/tmp/table.lance",
             "Absolute paths are not allowed",
             id="absolute_path",
-            marks=pytest.mark.ours_fails("error message lacks 'Absolute paths are not allowed'"),
         ),
         pytest.param(
             "../outside/table.lance",
             "Path traversal is not allowed",
             id="path_traversal",
-            marks=pytest.mark.ours_fails("error message lacks 'Path traversal is not allowed'"),
         ),
     ],
 )
@@ -231,7 +226,6 @@ def test_drop_table_in_child_namespace(impl: LanceNamespace) -> None:
     assert not table_exists(impl, ["test_ns", "table1"])
 
 
-@pytest.mark.ours_fails("describe_table without check_declared sets is_only_declared (reference leaves it None)")
 def test_declared_table_in_child_namespace(impl: LanceNamespace) -> None:
     """Ports TestChildNamespaceOperations.test_declared_table_in_child_namespace (lance-format/lance,
     test_namespace_dir.py)."""

@@ -81,7 +81,7 @@ def _created(catalog: Catalog, table: Table, dataset: lance.LanceDataset | None)
         location=catalog.storage.uri(table.location),
         version=dataset.version if dataset is not None else None,
         transaction_id=transaction_id(dataset) if dataset is not None else None,
-        storage_options=catalog.config.storage_options or None,
+        storage_options=catalog.response_storage_options(),
         properties=table.properties,
     )
 
