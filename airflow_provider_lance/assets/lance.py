@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
     from airflow.providers.common.compat.openlineage.facet import Dataset as OpenLineageDataset
-    from airflow.providers.common.compat.sdk import Asset
+    from airflow.sdk import Asset
 
 _LOCAL_SCHEMES = ("", "file")
 LOCAL_HOST = "localhost"
@@ -74,7 +74,7 @@ def create_asset(
     :param name: Asset name; defaults to the URI.
     :param extra: Asset extra.
     """
-    from airflow.providers.common.compat.sdk import Asset
+    from airflow.sdk import Asset
 
     uri = lance_asset_uri(root, table_id)
     return Asset(uri=uri, name=name or uri, extra=extra)

@@ -13,7 +13,7 @@ from airflow_provider_lance.operators.base import LanceBaseOperator
 from airflow_provider_lance.utils.retention import to_seconds
 
 if TYPE_CHECKING:
-    from airflow.providers.common.compat.sdk import Context
+    from airflow.sdk import Context
 
 
 class LanceMaintainManifestOperator(LanceBaseOperator):

@@ -9,7 +9,7 @@ from airflow_provider_lance.operators.base import LanceBaseOperator, check_if_ex
 from airflow_provider_lance.utils.identifiers import format_identifier
 
 if TYPE_CHECKING:
-    from airflow.providers.common.compat.sdk import Context
+    from airflow.sdk import Context
 
 
 class LanceCreateNamespaceOperator(LanceBaseOperator):

@@ -10,7 +10,7 @@ from airflow_provider_lance.utils.identifiers import format_identifier
 from airflow_provider_lance.utils.openlineage import TouchedTable
 
 if TYPE_CHECKING:
-    from airflow.providers.common.compat.sdk import Context
+    from airflow.sdk import Context
 
 
 class _LanceAddTableOperator(LanceBaseOperator):

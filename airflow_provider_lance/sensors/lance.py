@@ -20,7 +20,7 @@ from airflow_provider_lance.triggers.lance import LanceTableExistenceTrigger, La
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 if TYPE_CHECKING:
-    from airflow.providers.common.compat.sdk import Context
+    from airflow.sdk import Context
 
 BASELINE_KEY = "lance_version_baseline"
 

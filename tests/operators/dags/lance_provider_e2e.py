@@ -13,8 +13,8 @@ import threading
 import time
 from datetime import datetime
 
-from airflow.providers.common.compat.sdk import DAG
 from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import DAG
 
 from airflow_provider_lance.assets.lance import create_asset
 from airflow_provider_lance.hooks.lance import LanceHook
