@@ -106,3 +106,10 @@ def fragment_count(root: Path) -> int:
 
 def version_count(root: Path) -> int:
     return len(os.listdir(root / "__manifest" / "_versions"))
+
+
+def tempfile_dir(prefix: str) -> str:
+    """A new temporary directory for one benchmark section (removed by the section)."""
+    import tempfile
+
+    return tempfile.mkdtemp(prefix=f"lance-bench-{prefix}-")

@@ -1,13 +1,21 @@
-"""A moto S3 server in a background thread that counts every HTTP request it serves.
+"""A moto S3 server in its own process (started and stopped by pid) that counts every HTTP request it serves.
 
 Used to count the object-store requests of one operation for both engines: our fsspec (s3fs) calls and the
 Lance (Rust ``object_store``) reads of ``__manifest`` and of table ``_versions/`` all arrive here as HTTP
-requests, whatever library sent them.
+requests, whatever library (or process) sent them. The server is moto's WSGI app (what ``moto_server -H
+127.0.0.1 -p <port>`` serves) wrapped with a counter; ``GET /__counts`` answers the counts and ``POST
+/__reset`` clears them (neither is counted). It runs in a separate process so that the benchmark's threads do
+not share its interpreter lock: ``python -m benchmarks.s3_counter <port>``.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,40 +24,72 @@ from typing import Any
 BUCKET = "bench"
 
 
+def counting_app(app: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap moto's WSGI app: count every request by kind (GET, PUT, HEAD, DELETE, POST, LIST)."""
+    requests: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def counted(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        method = environ.get("REQUEST_METHOD", "?")
+        path = environ.get("PATH_INFO", "")
+        if path in ("/__counts", "/__reset"):
+            with lock:
+                body = json.dumps(dict(requests)).encode()
+                if path == "/__reset":
+                    requests.clear()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        query = environ.get("QUERY_STRING", "")
+        kind = "LIST" if method == "GET" and ("list-type" in query or "prefix=" in query) else method
+        with lock:
+            requests[kind] += 1
+        return app(environ, start_response)
+
+    return counted
+
+
+def serve(port: int) -> None:
+    """Serve the counting moto app on 127.0.0.1:``port`` until killed."""
+    import logging
+
+    from moto.moto_server.threaded_moto_server import MotoRequestHandler
+    from moto.server import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app = counting_app(DomainDispatcherApplication(create_backend_app))
+    make_server("127.0.0.1", port, app, threaded=True, request_handler=MotoRequestHandler).serve_forever()
+
+
 class CountingS3Server:
     """``with CountingS3Server() as server: ...``; ``server.properties(prefix)`` configures either engine."""
 
     def __init__(self) -> None:
-        self.requests: Counter[str] = Counter()
-        self.log: list[str] = []
-        self._lock = threading.Lock()
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self.endpoint = ""
 
-    def _wrap(self, app: Callable[..., Any]) -> Callable[..., Any]:
-        def counting_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-            method = environ.get("REQUEST_METHOD", "?")
-            query = environ.get("QUERY_STRING", "")
-            kind = "LIST" if method == "GET" and ("list-type" in query or "prefix=" in query) else method
-            with self._lock:
-                self.requests[kind] += 1
-                self.log.append(f"{kind} {environ.get('PATH_INFO', '')}?{query}")
-            return app(environ, start_response)
-
-        return counting_app
-
     def __enter__(self) -> CountingS3Server:
-        from moto.moto_server.threaded_moto_server import MotoRequestHandler
-        from moto.server import DomainDispatcherApplication, create_backend_app
-        from werkzeug.serving import make_server
+        import socket
 
-        app = self._wrap(DomainDispatcherApplication(create_backend_app))
-        self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
-        host, port = self._server.server_address[:2]
-        self.endpoint = f"http://{host}:{port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.s3_counter", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.endpoint = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self._control("/__counts", "GET")
+                break
+            except OSError:
+                if time.monotonic() > deadline or self._process.poll() is not None:
+                    self.__exit__()
+                    raise RuntimeError("the counting moto server did not start") from None
+                time.sleep(0.1)
         import boto3
 
         boto3.client(
@@ -58,10 +98,19 @@ class CountingS3Server:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._process is not None:  # only the process this object started, by its pid
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+
+    def _control(self, path: str, method: str) -> dict[str, int]:
+        request = urllib.request.Request(self.endpoint + path, method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
 
     def properties(self, prefix: str) -> dict[str, str]:
         """Constructor properties of a namespace rooted at ``s3://bench/<prefix>`` (both engines)."""
@@ -76,9 +125,10 @@ class CountingS3Server:
         }
 
     def reset(self) -> None:
-        with self._lock:
-            self.requests.clear()
-            self.log.clear()
+        self._control("/__reset", "POST")
+
+    def counts(self) -> Counter[str]:
+        return Counter(self._control("/__counts", "GET"))
 
     @contextmanager
     def counting(self) -> Iterator[Counter[str]]:
@@ -88,5 +138,8 @@ class CountingS3Server:
         try:
             yield result
         finally:
-            with self._lock:
-                result.update(self.requests)
+            result.update(self.counts())
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))

@@ -179,10 +179,74 @@ def stage_dataframe(
     :param max_rows_per_file: the largest number of rows in one data file.
     :return: the staged entry and what the executors reported.
     """
+    staging = staging if staging is not None else StagingNamespace(namespace)
+    pending = _prepare_write(
+        df,
+        staging,
+        table_id,
+        mode=mode,
+        storage_options=storage_options,
+        create_parents=create_parents,
+        max_rows_per_file=max_rows_per_file,
+    )
+    return pending.stage(staging, pending.run())
+
+
+@dataclass
+class _PendingWrite:
+    """One table's write, prepared on the driver: the target, the schema and the Spark job to run."""
+
+    df: DataFrame
+    target: StagingTarget
+    schema: pa.Schema
+    mode: StageMode
+    writer: functools.partial[Iterator[pa.RecordBatch]]
+
+    def run(self) -> list[tuple[str, int]]:
+        """Run the Spark job that writes the data files; returns ``(fragment JSON, writer pid)`` per fragment."""
+        return [
+            (row["fragment"], int(row["writer_pid"]))
+            for row in self.df.mapInArrow(self.writer, RESULT_SCHEMA).collect()
+        ]
+
+    def stage(self, staging: StagingNamespace, reported: list[tuple[str, int]]) -> StagedDataFrame:
+        """Stage the new version made of the written fragments (on the driver; commits nothing)."""
+        fragments = [text for text, _ in reported]
+        metadata = [fragment_from_json(text) for text in fragments]
+        entry = stage_fragments(
+            staging.inner, self.target, metadata, mode=self.mode, schema=self.schema, staging=staging
+        )
+        return StagedDataFrame(
+            entry=entry,
+            fragments=fragments,
+            writer_pids={pid for _, pid in reported},
+            rows=sum(m.physical_rows for m in metadata),
+        )
+
+
+def _prepare_write(
+    df: DataFrame,
+    staging: StagingNamespace,
+    table_id: str | Sequence[str],
+    *,
+    mode: StageMode,
+    storage_options: Mapping[str, str] | None,
+    create_parents: bool,
+    max_rows_per_file: int,
+) -> _PendingWrite:
+    """Check the request, declare the table if needed and build the executors' writer (driver side, no job).
+
+    :param df: the DataFrame to write.
+    :param staging: the staging wrapper the version will be recorded into.
+    :param table_id: the table, as ``"ns.table"`` or a list of parts.
+    :param mode: ``append`` or ``overwrite``.
+    :param storage_options: storage options for the table's files.
+    :param create_parents: create missing parent namespaces of a new table.
+    :param max_rows_per_file: the largest number of rows in one data file.
+    """
     if mode not in ("append", "overwrite"):
         raise ln.InvalidInputError(f"Unknown staging mode {mode!r}: expected 'append' or 'overwrite'")
     table_id = parse_table_id(table_id)
-    staging = staging if staging is not None else StagingNamespace(namespace)
     staging.ensure_not_staged(table_id)
     target = prepare_target(
         staging.inner,
@@ -201,23 +265,8 @@ def stage_dataframe(
         storage_options=dict(target.storage_options),
         max_rows_per_file=max_rows_per_file,
     )
-    log.info(
-        "Writing %s (%s on version %s) from %s partitions",
-        table_id_key(table_id),
-        mode,
-        target.read_version,
-        df.rdd.getNumPartitions(),
-    )
-    reported = df.mapInArrow(writer, RESULT_SCHEMA).collect()
-    fragments = [row["fragment"] for row in reported]
-    metadata = [fragment_from_json(text) for text in fragments]
-    entry = stage_fragments(staging.inner, target, metadata, mode=mode, schema=schema, staging=staging)
-    return StagedDataFrame(
-        entry=entry,
-        fragments=fragments,
-        writer_pids={int(row["writer_pid"]) for row in reported},
-        rows=sum(m.physical_rows for m in metadata),
-    )
+    log.info("Writing %s (%s on version %s)", table_id_key(table_id), mode, target.read_version)
+    return _PendingWrite(df=df, target=target, schema=schema, mode=mode, writer=writer)
 
 
 def stage_dataframes(
@@ -231,9 +280,10 @@ def stage_dataframes(
 ) -> list[StagedDataFrame]:
     """Stage one new version for each of several tables; commit nothing.
 
-    The tables are written one after the other (each one by all executors in parallel). If any write fails
-    the exception propagates and no entry is returned, so nothing can be committed: every table stays at its
-    old version (new tables stay declared with no version). Data files already written are left for cleanup.
+    The tables are written concurrently (one Spark job per table, submitted together), then staged one after the
+    other on the driver. If any write fails the exception propagates and no entry is returned, so nothing can
+    be committed: every table stays at its old version (new tables stay declared with no version). Data files
+    already written are left for cleanup.
 
     :param namespace: the namespace that will commit the versions.
     :param tables: ``{"ns.table": df}`` or ``[(table_id, df), ...]``.
@@ -249,16 +299,36 @@ def stage_dataframes(
     if duplicates:
         raise ln.InvalidInputError(f"Tables listed more than once: {duplicates}")
     staging = StagingNamespace(namespace)
-    return [
-        stage_dataframe(
+    pending = [
+        _prepare_write(
             df,
-            namespace,
+            staging,
             table,
             mode=mode,
             storage_options=storage_options,
-            staging=staging,
             create_parents=create_parents,
             max_rows_per_file=max_rows_per_file,
         )
         for table, df in pairs
     ]
+    return [write.stage(staging, reported) for write, reported in zip(pending, _run_concurrently(pending), strict=True)]
+
+
+def _run_concurrently(pending: Sequence[_PendingWrite]) -> list[list[tuple[str, int]]]:
+    """Run the tables' Spark jobs at the same time (one driver thread each, so the scheduler keeps every core
+    busy: no idle slots at the end of one table's job or while the driver stages); results in order.
+
+    The threads inherit the caller's Spark local properties (job group, scheduler pool, description). If a job
+    fails, the exception propagates once every job has finished.
+
+    :param pending: the prepared writes.
+    """
+    if len(pending) < 2:
+        return [write.run() for write in pending]
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyspark.util import inheritable_thread_target
+
+    with ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="lance-stage") as pool:
+        futures = [pool.submit(inheritable_thread_target(write.df.sparkSession)(write.run)) for write in pending]
+        return [future.result() for future in futures]
