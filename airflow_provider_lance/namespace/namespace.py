@@ -15,7 +15,7 @@ from airflow_provider_lance.namespace import commit, namespaces, rename, tables,
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.config import NamespaceConfig
 from airflow_provider_lance.namespace.data import branches, indices, reads, schema_changes, tags, writes
-from airflow_provider_lance.namespace.operation import operation
+from airflow_provider_lance.namespace.operation import namespace_errors, operation
 
 
 class DirectoryNamespace(LanceNamespace):
@@ -40,6 +40,13 @@ class DirectoryNamespace(LanceNamespace):
         storage = self.catalog.storage
         root = storage.path() if storage.scheme == "file" else self.config.root
         return f'DirectoryNamespace {{ root: "{root}" }}'
+
+    def finalize_pending_versions(self) -> list[tuple[list[str], int]]:
+        """Finish every committed table version still pointing at its staged manifest (a committer stopped
+        between the commit point and the copy): afterwards path-based readers (``lance.dataset(location)``,
+        Spark, the reference) see it. Returns the (table id, version) pairs finished."""
+        with namespace_errors("finalize_pending_versions"), self.catalog.manifest.operation():
+            return versions.finish_all_pending(self.catalog)
 
     def __repr__(self) -> str:
         return f"DirectoryNamespace(root={self.config.root!r})"

@@ -130,6 +130,7 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
     table = catalog.find_table(parts)
     managed = catalog.managed()
     version = None if request.version is None else ids.check_version(request.version)
+    versions.finish_pending(catalog, table)
     if version is None and managed:
         latest = versions.latest_version(catalog, table)
         version = latest.version if latest else None
@@ -163,6 +164,7 @@ def table_exists(catalog: Catalog, request: TableExistsRequest) -> TableExistsRe
     if listed and catalog.v1_table(parts) is not None:
         return TableExistsResponse()  # a root table found by its directory listing exists anyway
     table = catalog.find_table(parts, listed=listed)  # no second listing of a root table just listed
+    versions.finish_pending(catalog, table)
     if request.version is not None:
         versions.describe(catalog, table, request.version, catalog.managed())
     return TableExistsResponse()

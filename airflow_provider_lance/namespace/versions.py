@@ -143,6 +143,35 @@ def finish(catalog: Catalog, table: Table, version: int, row: ManifestRow) -> di
     return meta
 
 
+def finish_pending(catalog: Catalog, table: Table) -> None:
+    """Finish every commit of the table that stopped after its row (an in-memory check of the cached rows;
+    storage requests only for a pending one). Called by every engine read, list and commit that touches the
+    table, so that path-based readers see a committed version as soon as any engine call touches it."""
+    if catalog.managed():
+        for version, row in version_rows(catalog, [table])[0].items():
+            finish(catalog, table, version, row)
+
+
+def finish_all_pending(catalog: Catalog) -> list[tuple[list[str], int]]:
+    """Finish every pending commit of the catalog (on demand: the maintenance hook and operator); returns
+    the (table id, version) pairs it finished."""
+    if not catalog.config.manifest_enabled:
+        return []
+    rows = catalog.manifest.children("", TABLE_VERSION)
+    table_rows = catalog.rows(*{row.object_id.rpartition(ids.DELIMITER)[0] for row in rows})
+    finished = []
+    for row in rows:
+        table_oid, _, number = row.object_id.rpartition(ids.DELIMITER)
+        table_row = table_rows.get(table_oid)
+        if table_row is None or not table_row.location or not number.isdigit():
+            continue
+        table = Table(table_oid.split(ids.DELIMITER), table_row.location, table_row)
+        before = (row.metadata or {}).get("manifest_path")
+        if finish(catalog, table, int(number), row).get("manifest_path") != before:
+            finished.append((table.parts, int(number)))
+    return finished
+
+
 def finalize(catalog: Catalog, staged_key: str, final_key: str, meta: dict[str, Any]) -> dict[str, Any]:
     """Copy staged → final (put-if-not-exists; idempotent), remove the staged file, and return the row
     metadata pointing at the final manifest (its path, size and e-tag).

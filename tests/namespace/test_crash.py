@@ -47,9 +47,18 @@ def _dir(root: Path, ns, table_id) -> Path:
 
 
 def _finalize_through(ns, reader: str) -> None:
-    """The first call after the crash: any of the readers pylance uses must finish the commit."""
+    """The first call after the crash: any engine read touching the table, or the on-demand finalizer, must
+    finish the commit."""
+    if reader == "finalize_pending_versions":
+        finished = ns.finalize_pending_versions()
+        assert sorted(tuple(table_id) for table_id, version in finished if version == 2) == sorted(TABLES)
+        return
     for table_id in TABLES:
-        if reader == "describe_table_version":
+        if reader == "table_exists":
+            ns.table_exists(ln.TableExistsRequest(id=list(table_id)))
+        elif reader == "count_table_rows":
+            ns.count_table_rows(ln.CountTableRowsRequest(id=list(table_id)))
+        elif reader == "describe_table_version":
             assert ns.describe_table_version(ln.DescribeTableVersionRequest(id=list(table_id))).version.version == 2
         elif reader == "list_table_versions":
             assert versions(ns, table_id) == [1, 2]
@@ -71,7 +80,17 @@ def _assert_committed_once(ns, root: Path) -> None:
     assert sum(1 for oid in version_rows(ns) if oid.endswith("$2")) == 3
 
 
-@pytest.mark.parametrize("reader", ["describe_table_version", "list_table_versions", "lance_dataset"])
+@pytest.mark.parametrize(
+    "reader",
+    [
+        "describe_table_version",
+        "list_table_versions",
+        "lance_dataset",
+        "table_exists",
+        "count_table_rows",
+        "finalize_pending_versions",
+    ],
+)
 @pytest.mark.parametrize("point", ["after_row_insert", "after_copy", "before_repoint"])
 def test_batch_crash_after_commit_point_is_finished_by_readers(root: Path, point: str, reader: str) -> None:
     ns = _setup(root)

@@ -33,6 +33,7 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.data.datasets import open_dataset
 from airflow_provider_lance.namespace.operation import operation
+from airflow_provider_lance.namespace.versions import finish_pending
 
 # Phrases of pylance's error messages (its Python exceptions carry no kind) and what they mean.
 _INVALID_INPUT = (
@@ -72,8 +73,11 @@ class CatalogClient(LanceNamespace):
 
 
 def locate(catalog: Catalog, identifier: list[str] | None) -> Table:
-    """The table named by a request's ``id`` (InvalidInput, NamespaceNotFound, TableNotFound)."""
-    return catalog.find_table(ids.validate_identifier(identifier, "table"))
+    """The table named by a request's ``id`` (InvalidInput, NamespaceNotFound, TableNotFound), with any commit
+    that stopped after its row finished first (a data-plane read or write then sees it)."""
+    table = catalog.find_table(ids.validate_identifier(identifier, "table"))
+    finish_pending(catalog, table)
+    return table
 
 
 def read_ipc(request_data: bytes | None, operation_name: str) -> pa.Table:
