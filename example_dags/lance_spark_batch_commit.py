@@ -101,17 +101,13 @@ with DAG(
         """Read every committed table through the namespace and log its version and row count."""
         import logging
 
-        import lance
-
         from airflow_provider_lance.hooks.lance import LanceHook
 
         log = logging.getLogger("airflow.task")
-
-        namespace = LanceHook(lance_conn_id=params["lance_conn_id"]).namespace
+        hook = LanceHook(lance_conn_id=params["lance_conn_id"])
         result = {}
         for table in TABLES:
-            dataset = lance.dataset(namespace_client=namespace, table_id=table.split("."))
-            result[table] = {"version": int(dataset.version), "rows": int(dataset.count_rows())}
+            result[table] = {"version": int(hook.get_latest_version(table)), "rows": hook.count_table_rows(table)}
             log.info("%s: version %s, %s rows", table, result[table]["version"], result[table]["rows"])
         return result
 
