@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -165,15 +166,30 @@ def stage_data(
     )
     # No version yet: pylance creates the dataset; "overwrite" goes through describe_table, not declare_table.
     write_mode = mode if target.exists else "overwrite"
-    lance.write_dataset(
-        data,
-        namespace_client=staging,
-        table_id=target.table_id,
-        mode=write_mode,
-        storage_options=target.storage_options or None,
-        **write_options,
-    )
+    with withdrawn_on_failure(staging.inner, target):
+        lance.write_dataset(
+            data,
+            namespace_client=staging,
+            table_id=target.table_id,
+            mode=write_mode,
+            storage_options=target.storage_options or None,
+            **write_options,
+        )
     return staging.entry_for(target.table_id)
+
+
+@contextlib.contextmanager
+def withdrawn_on_failure(namespace: LanceNamespace, target: StagingTarget) -> Iterator[None]:
+    """Drop the table again when this call declared it and the write that was to give it data fails: a failed
+    first write leaves no declared-but-empty table behind (the error propagates)."""
+    try:
+        yield
+    except BaseException:
+        if target.declared:
+            with contextlib.suppress(ln.LanceNamespaceError):
+                namespace.drop_table(ln.DropTableRequest(id=list(target.table_id)))
+                log.info("Dropped %s again: its first write failed", ".".join(target.table_id))
+        raise
 
 
 def stage_fragments(

@@ -135,3 +135,15 @@ def test_entries_json_round_trip(tmp_path: Path, namespace: ln.LanceNamespace) -
         st.entries_from_json('{"entries": [{"id": ["x"]}]}')
     with pytest.raises(ln.InvalidInputError):
         st.entries_from_json('{"nope": 1}')
+
+
+def test_a_failed_first_write_leaves_no_declared_table(tmp_path) -> None:
+    """stage_data declares a new table, then writes: when the write fails, the declaration is taken back, so no
+    declared-but-empty table is left for readers (issue 12, point 9)."""
+    from airflow_provider_lance.namespace import DirectoryNamespace
+
+    ns = DirectoryNamespace(root=str(tmp_path))
+    with pytest.raises(Exception, match="bogus_option"):
+        st.stage_data(ns, ["fresh"], pa.table({"x": [1]}), bogus_option=True)
+    assert ns.list_tables(ln.ListTablesRequest(id=[])).tables == []
+    assert not (tmp_path / "fresh.lance").exists()
