@@ -20,7 +20,6 @@ Environment: ``LANCE_DEMO_WORK`` (where entries files go; default ``demo_data/st
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pendulum
@@ -29,6 +28,7 @@ from airflow.sdk import DAG, AssetAlias, Param, task
 from airflow_provider_lance.operators.spark import LanceSparkStagingOperator
 from airflow_provider_lance.operators.version import LanceBatchCreateTableVersionsOperator
 from airflow_provider_lance.sensors.lance import LanceTableVersionSensor
+from airflow_provider_lance.spark import local_spark_env
 
 DAG_ID = "lance_spark_batch_commit"
 WORK_DIR = os.environ.get("LANCE_DEMO_WORK", str(Path(__file__).resolve().parents[1] / "demo_data" / "staging"))
@@ -67,10 +67,7 @@ with DAG(
         mode="{{ params.mode }}",
         entries_file=ENTRIES_FILE,
         conf={"spark.ui.enabled": "false"},
-        env_vars={
-            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-            "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-        },
+        env_vars=local_spark_env(),
     )
 
     commit_versions = LanceBatchCreateTableVersionsOperator(

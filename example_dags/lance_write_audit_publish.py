@@ -10,7 +10,6 @@ finalise it), so the audit runs on the committed versions and the rollback undoe
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pendulum
@@ -23,6 +22,7 @@ from airflow_provider_lance.operators.data import (
 )
 from airflow_provider_lance.operators.spark import LanceSparkStagingOperator
 from airflow_provider_lance.operators.version import LanceBatchCreateTableVersionsOperator
+from airflow_provider_lance.spark import local_spark_env
 
 WORK_DIR = os.environ.get("LANCE_DEMO_WORK", str(Path(__file__).resolve().parents[1] / "demo_data" / "staging"))
 TABLES = {"wap.orders": "range:{{ params.rows }}", "wap.customers": "range:{{ params.rows // 4 }}"}
@@ -48,10 +48,7 @@ with DAG(
         tables=TABLES,
         entries_file=ENTRIES_FILE,
         conf={"spark.ui.enabled": "false"},
-        env_vars={
-            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-            "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-        },
+        env_vars=local_spark_env(),
     )
     commit = LanceBatchCreateTableVersionsOperator(
         task_id="commit", entries_file=ENTRIES_FILE, lance_conn_id="{{ params.lance_conn_id }}"

@@ -12,7 +12,21 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from airflow_provider_lance.spark.staging import StagedDataFrame, stage_dataframe, stage_dataframes
 
-__all__ = ["StagedDataFrame", "job_path", "stage_dataframe", "stage_dataframes"]
+__all__ = ["StagedDataFrame", "job_path", "local_spark_env", "stage_dataframe", "stage_dataframes"]
+
+
+def local_spark_env() -> dict[str, str]:
+    """Return the ``env_vars`` a local Spark (``local[N]``) needs: this Python for the workers, a loopback address.
+
+    ``PYSPARK_PYTHON`` and ``SPARK_LOCAL_IP`` from the environment win.
+    """
+    import os
+    import sys
+
+    return {
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+    }
 
 
 def job_path() -> str:
