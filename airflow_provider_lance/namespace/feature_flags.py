@@ -15,11 +15,16 @@ from lance_namespace import InternalError, UnsupportedOperationError
 READER_FLAGS_KEY = "lance.namespace.manifest.reader_feature_flags"
 WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
 
-# Writer bit 1: the catalog holds ``table_version`` rows. pylance 14's reference namespace fails every write
-# on such rows with an internal error; with this bit set it refuses writes cleanly and keeps reading.
-WRITER_FLAG_TABLE_VERSIONS = 1
+# The catalog holds ``table_version`` rows. pylance 14's reference namespace fails every write on such rows
+# with an internal error; with a writer bit it does not know set, it refuses writes cleanly and keeps reading.
+# The newest reference defines no namespace manifest flag yet (its known masks are 0) and will take the low
+# bits first, so this engine uses a high bit, where an upstream flag with another meaning is least likely;
+# it is writer-only, since every reader reads table_version rows as ordinary rows.
+WRITER_FLAG_TABLE_VERSIONS = 1 << 48
+# What release 0.1.0 of this provider set for the same fact: understood, and replaced on the next flag update.
+LEGACY_WRITER_FLAG_TABLE_VERSIONS = 1
 KNOWN_READER_FLAGS = 0
-KNOWN_WRITER_FLAGS = WRITER_FLAG_TABLE_VERSIONS
+KNOWN_WRITER_FLAGS = WRITER_FLAG_TABLE_VERSIONS | LEGACY_WRITER_FLAG_TABLE_VERSIONS
 
 
 def flags(metadata: Mapping[str, str], key: str) -> int:
@@ -50,6 +55,8 @@ def check_writable(metadata: Mapping[str, str]) -> None:
 
 
 def with_writer_flag(metadata: Mapping[str, str], flag: int) -> dict[str, str] | None:
-    """The metadata update that sets writer ``flag``, or None when it is set already."""
+    """The metadata update that sets writer ``flag`` (replacing the legacy bit), or None when nothing
+    changes."""
     current = flags(metadata, WRITER_FLAGS_KEY)
-    return None if current & flag else {WRITER_FLAGS_KEY: str(current | flag)}
+    wanted = (current & ~LEGACY_WRITER_FLAG_TABLE_VERSIONS) | flag
+    return None if wanted == current else {WRITER_FLAGS_KEY: str(wanted)}

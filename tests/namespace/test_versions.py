@@ -15,7 +15,7 @@ import lance_namespace as ln
 import pytest
 from lance_namespace_urllib3_client.models import VersionRange
 
-from airflow_provider_lance.namespace.feature_flags import WRITER_FLAGS_KEY
+from airflow_provider_lance.namespace.feature_flags import WRITER_FLAG_TABLE_VERSIONS, WRITER_FLAGS_KEY
 from airflow_provider_lance.namespace.identifiers import manifest_name
 from tests.namespace.helpers_versions import (
     VERSION_METADATA_KEYS,
@@ -70,7 +70,7 @@ def test_pylance_writers_round_trip(root: Path, managed: bool) -> None:
     vrows = version_rows(ns)
     if not managed:
         assert vrows == {}
-        assert int(ns.manifest.metadata().get(WRITER_FLAGS_KEY, "0")) & 1 == 0
+        assert int(ns.manifest.metadata().get(WRITER_FLAGS_KEY, "0")) & WRITER_FLAG_TABLE_VERSIONS == 0
         return
     assert set(vrows) == {f"prod$events${v}" for v in range(1, 6)}
     for version in range(1, 6):
@@ -81,7 +81,7 @@ def test_pylance_writers_round_trip(root: Path, managed: bool) -> None:
         assert meta["manifest_path"] == str(final).lstrip("/")  # repointed at the final manifest
         assert meta["manifest_size"] == final.stat().st_size
         assert isinstance(meta["timestamp_millis"], int) and meta["e_tag"]
-    assert int(ns.manifest.metadata()[WRITER_FLAGS_KEY]) & 1 == 1
+    assert int(ns.manifest.metadata()[WRITER_FLAGS_KEY]) & WRITER_FLAG_TABLE_VERSIONS == WRITER_FLAG_TABLE_VERSIONS
     assert ns.manifest.metadata()["table_version_management"] == "true"
     # The persisted flag keeps management on for every later client, even one constructed with "false"
     # (committing without rows would hide versions from managed readers).
@@ -110,7 +110,7 @@ def test_reference_reads_managed_catalog_and_refuses_writes(root: Path, snapshot
     before = snapshot(root)
     with pytest.raises(ln.UnsupportedOperationError) as excinfo:
         ref.declare_table(ln.DeclareTableRequest(id=["prod", "u"]))
-    assert code_of(excinfo) == 0 and "writer feature flags 1" in str(excinfo.value)
+    assert code_of(excinfo) == 0 and f"writer feature flags {WRITER_FLAG_TABLE_VERSIONS}" in str(excinfo.value)
     with pytest.raises(ln.UnsupportedOperationError):
         ref.create_namespace(ln.CreateNamespaceRequest(id=["other"]))
     assert snapshot(root) == before  # refused cleanly, no trace
@@ -386,3 +386,13 @@ def test_legacy_v1_named_table_managed_then_dropped_and_recreated(root: Path) ->
     lance.write_dataset(rows(3, 10), namespace_client=ns, table_id=["old"], mode="create")
     assert versions(ns, ["old"]) == [1]
     assert read(ns, ["old"]).count_rows() == 3
+
+
+def test_a_catalog_flagged_by_release_0_1_moves_to_the_new_bit(tmp_path) -> None:
+    """0.1.0 marked catalogs with table_version rows by writer bit 1; this release understands that bit and
+    replaces it with its own at the next commit of a version."""
+    ns = make_ns(tmp_path, managed=True)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["p"]))
+    ns.manifest.update_metadata({WRITER_FLAGS_KEY: "1"})
+    lance.write_dataset(rows(3), namespace_client=ns, table_id=["p", "t"], mode="create")
+    assert int(ns.manifest.metadata()[WRITER_FLAGS_KEY]) == WRITER_FLAG_TABLE_VERSIONS
