@@ -13,6 +13,7 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.manifest import sql_string
 from tests.fault_storage import rows, visible_version
 from tests.s3 import race_workers
+from tests.s3.conftest import MotoServer
 
 pytestmark = pytest.mark.s3
 PROCESSES = 4
@@ -99,3 +100,11 @@ def _race_rounds(pool, props, table) -> list:
     return workers.starmap(
         race_workers.version_rounds, [(props, table, VERSION_ROUNDS, w, barrier) for w in range(PROCESSES)]
     )
+
+
+def test_ours_and_the_reference_race_on_one_s3_catalog(moto_server: MotoServer, s3_props: dict[str, str]) -> None:
+    """The reference's copy-on-write rewrites and our merge-inserts on one S3 catalog: no spurious error,
+    one winner per contended id, both see everything (issue 12, point 3)."""
+    from tests.namespace.test_cross_writers import check_race
+
+    check_race(s3_props, ["ours", "reference", "ours", "reference"])
