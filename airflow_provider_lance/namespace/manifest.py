@@ -175,7 +175,7 @@ class ManifestTable:
         return self._publish(Snapshot(dataset, None))
 
     def _publish(self, snapshot: Snapshot) -> Snapshot:
-        self._snapshots.publish(snapshot)
+        self._snapshots.publish(snapshot, identify=False)
         if getattr(self._scope, "depth", 0):
             self._scope.snapshot = snapshot
         return snapshot

@@ -89,7 +89,13 @@ class SnapshotStore:
         self._lock = threading.Lock()
         self._current: Snapshot | None = None
 
-    def publish(self, snapshot: Snapshot | None) -> Snapshot | None:
+    def publish(self, snapshot: Snapshot | None, identify: bool = True) -> Snapshot | None:
+        """Make ``snapshot`` the latest. ``identify``: record its manifest file's e-tag now (one stat or HEAD),
+        so that a catalog re-created with as many versions is told apart; a commit of our own skips the HEAD
+        on S3 (the next check records it)."""
+        if snapshot is not None and (identify or self._storage.scheme == "file"):
+            info = self._storage.file_info(manifest_key(MANIFEST_DIR, snapshot.version, V2))
+            snapshot.e_tag = info.e_tag if info is not None else None
         with self._lock:
             self._current = snapshot
         return snapshot
