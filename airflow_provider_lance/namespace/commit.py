@@ -47,7 +47,7 @@ from airflow_provider_lance.namespace.versions import (
 
 
 @dataclass(frozen=True)
-class _Entry:
+class VersionEntry:
     """A validated version to commit."""
 
     table: Table
@@ -122,14 +122,16 @@ def _create(
     remote = catalog.storage.is_remote
     listings = map_concurrently(lambda table: version_names(catalog, table), [t for t, _ in located], remote)
     entries = [
-        _validate(catalog, table, entry, names) for (table, entry), names in zip(located, listings, strict=True)
+        validate_entry(catalog, table, entry, names) for (table, entry), names in zip(located, listings, strict=True)
     ]
     if not managed:
         return [_create_unmanaged(catalog, entry) for entry in entries]
     return _create_managed(catalog, entries, listings)
 
 
-def _validate(catalog: Catalog, table: Table, entry: CreateTableVersionEntry, names: Sequence[str]) -> _Entry:
+def validate_entry(
+    catalog: Catalog, table: Table, entry: CreateTableVersionEntry, names: Sequence[str]
+) -> VersionEntry:
     """The staged manifest must be inside this table's ``_versions/``, staged (not final), for this version;
     anything else is InvalidInput and changes nothing. ``names``: the table's ``_versions/``."""
     ids.check_version(entry.version, f"version for '{table.object_id}'")
@@ -149,10 +151,10 @@ def _validate(catalog: Catalog, table: Table, entry: CreateTableVersionEntry, na
     if existing and existing != scheme:
         raise InvalidInputError(f"'{table.object_id}' uses naming scheme {existing}, not {scheme}")
     final_key = ids.manifest_key(table.location, entry.version, scheme)
-    return _Entry(table, entry.version, scheme, key or "", final_key, entry.metadata)
+    return VersionEntry(table, entry.version, scheme, key or "", final_key, entry.metadata)
 
 
-def _create_unmanaged(catalog: Catalog, entry: _Entry) -> TableVersion:
+def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> TableVersion:
     """Seed 000 without management: staged → final with put-if-not-exists, ``version == latest + 1``,
     idempotent for identical bytes, then the staged file is deleted."""
     storage, oid = catalog.storage, entry.table.object_id
@@ -185,25 +187,42 @@ def _create_unmanaged(catalog: Catalog, entry: _Entry) -> TableVersion:
     )
 
 
-def _create_managed(catalog: Catalog, entries: list[_Entry], listings: list[list[str]]) -> list[TableVersion]:
-    """Seed 003 "External Store Commit", steps (2) to (4) for every entry at once. The per-entry file requests
-    run concurrently on remote stores."""
-    storage, remote = catalog.storage, catalog.storage.is_remote
+def _create_managed(catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]) -> list[TableVersion]:
+    """Seed 003 "External Store Commit", steps (2) to (4) for every entry at once."""
+    rows = version_rows_to_insert(catalog, entries, listings)
+    mark_table_versions(catalog)
+    try:
+        catalog.manifest.insert(rows)  # (2) the commit point
+    except DuplicateObjectError as error:
+        raise version_conflict(error) from None
+    return finish_versions(catalog, entries, rows)
+
+
+def version_rows_to_insert(
+    catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]
+) -> list[ManifestRow]:
+    """The ``table_version`` rows of validated entries, each checked to be its table's next version (several
+    versions of one table follow each other in entry order) with its staged manifest in place. The per-entry
+    file requests run concurrently on remote stores."""
+    storage = catalog.storage
     now = int(time.time() * 1000)
-    infos = map_concurrently(lambda entry: _staged_info(catalog, entry), entries, remote)
+    infos = map_concurrently(lambda entry: _staged_info(catalog, entry), entries, storage.is_remote)
     all_rows = version_rows(catalog, [entry.table for entry in entries])
+    latest_of: dict[str, int] = {}
     rows = []
     for entry, names, table_rows, info in zip(entries, listings, all_rows, infos, strict=True):
         oid = entry.table.object_id
         # The version check comes first: a retry of a batch that was committed (its staged files are gone
         # by now) must hear "version exists" (14), not "staged manifest not found" (13).
-        latest = latest_number(catalog, entry.table, names, table_rows)
-        if entry.version != latest + 1:
+        if oid not in latest_of:
+            latest_of[oid] = latest_number(catalog, entry.table, names, table_rows)
+        if entry.version != latest_of[oid] + 1:
             raise ConcurrentModificationError(
-                f"Version {entry.version} of '{oid}' is not the next version (latest is {latest})"
+                f"Version {entry.version} of '{oid}' is not the next version (latest is {latest_of[oid]})"
             )
         if info is None:
             raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
+        latest_of[oid] = entry.version
         metadata = {
             "manifest_path": storage.object_path(entry.staged_key),
             "manifest_size": info.size,
@@ -214,31 +233,41 @@ def _create_managed(catalog: Catalog, entries: list[_Entry], listings: list[list
         if entry.metadata:
             metadata["metadata"] = dict(entry.metadata)
         rows.append(ManifestRow(entry.object_id, TABLE_VERSION, None, metadata))
-    # Older writers must refuse this catalog cleanly once it holds table_version rows.
+    return rows
+
+
+def mark_table_versions(catalog: Catalog) -> None:
+    """Older writers must refuse this catalog cleanly once it holds ``table_version`` rows."""
     flag = feature_flags.with_writer_flag(catalog.manifest.metadata(), feature_flags.WRITER_FLAG_TABLE_VERSIONS)
     if flag:
         catalog.manifest.update_metadata(flag)
-    try:
-        catalog.manifest.insert(rows)  # (2) the commit point
-    except DuplicateObjectError as error:
-        table = (error.object_id or "").rpartition(ids.DELIMITER)[0] or "a table in the batch"
-        raise ConcurrentModificationError(
-            f"Version already exists for table '{table}' ({error.object_id}); nothing was committed"
-        ) from None
-    finalized_metadata = map_concurrently(  # (3) copy each staged manifest to its final name
+
+
+def version_conflict(error: DuplicateObjectError) -> ConcurrentModificationError:
+    """A ``table_version`` row that exists already: another writer committed that version first."""
+    table = (error.object_id or "").rpartition(ids.DELIMITER)[0] or "a table in the batch"
+    return ConcurrentModificationError(
+        f"Version already exists for table '{table}' ({error.object_id}); nothing was committed"
+    )
+
+
+def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[TableVersion]:
+    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name (concurrently on
+    remote stores), then repoint every row in one upsert."""
+    finalized_metadata = map_concurrently(
         lambda pair: finalize(catalog, pair[0].staged_key, pair[0].final_key, pair[1].metadata or {}),
         list(zip(entries, rows, strict=True)),
-        remote,
+        catalog.storage.is_remote,
     )
     finalized = [
         ManifestRow(row.object_id, TABLE_VERSION, None, metadata)
         for row, metadata in zip(rows, finalized_metadata, strict=True)
     ]
-    catalog.manifest.upsert(finalized)  # (4) repoint the rows
+    catalog.manifest.upsert(finalized)
     return [table_version_from(entry.version, meta) for entry, meta in zip(entries, finalized_metadata, strict=True)]
 
 
-def _staged_info(catalog: Catalog, entry: _Entry) -> FileInfo | None:
+def _staged_info(catalog: Catalog, entry: VersionEntry) -> FileInfo | None:
     """The staged manifest's size and e-tag (one head request), None when it does not exist."""
     try:
         return catalog.storage.info(entry.staged_key)

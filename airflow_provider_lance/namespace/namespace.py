@@ -11,7 +11,7 @@ from typing import Any
 
 from lance_namespace import LanceNamespace
 
-from airflow_provider_lance.namespace import commit, namespaces, rename, tables, versions
+from airflow_provider_lance.namespace import batch_commit, commit, namespaces, rename, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.config import NamespaceConfig
 from airflow_provider_lance.namespace.data import branches, indices, reads, schema_changes, tags, writes
@@ -73,6 +73,7 @@ class DirectoryNamespace(LanceNamespace):
     list_table_versions = operation(versions.list_table_versions)
     describe_table_version = operation(versions.describe_table_version)
     batch_delete_table_versions = operation(versions.batch_delete_table_versions)
+    batch_commit_tables = operation(batch_commit.batch_commit_tables)
 
     # data plane
     create_table = operation(writes.create_table)

@@ -255,24 +255,30 @@ def batch_delete_table_versions(
     catalog: Catalog, request: BatchDeleteTableVersionsRequest
 ) -> BatchDeleteTableVersionsResponse:
     """BatchDeleteTableVersions: delete the manifests of every version in the ranges (start inclusive, end
-    exclusive, a negative end = through the latest), then their rows. Missing versions: TableVersionNotFound
-    unless ``ignore_missing`` (the request model has no such field: it travels in the context)."""
+    exclusive, a negative end = through the latest), then their rows (see :func:`versions_in_ranges`)."""
     table, managed = locate_line(catalog, request.id, request.branch, writing=True)
-    ignore_missing = (request.context or {}).get("ignore_missing", "false").lower() == "true"
     names = version_names(catalog, table)
     files = {parsed[0] for name in names if (parsed := ids.parse_manifest_name(name))}
     rows = version_rows(catalog, [table])[0] if managed else {}
-    existing = files | set(rows)
-    spans = _version_spans(request, latest=max(existing, default=0))
-    targets = sorted(v for v in existing if any(start <= v < end for start, end in spans))
-    if not ignore_missing and sum(end - start for start, end in spans) != len(targets):
-        missing = itertools.islice((v for start, end in spans for v in range(start, end) if v not in existing), 10)
-        raise TableVersionNotFoundError(f"Table versions not found for '{table.object_id}': {list(missing)}")
+    targets = versions_in_ranges(request, table, files | set(rows))
     scheme = naming_scheme(names) or ids.V2
     for version in targets:
         catalog.storage.delete(ids.manifest_key(table.location, version, scheme))
     catalog.manifest.delete_table_versions(table.object_id, [v for v in targets if v in rows])
     return BatchDeleteTableVersionsResponse(deleted_count=len(targets))
+
+
+def versions_in_ranges(request: BatchDeleteTableVersionsRequest, table: Table, existing: set[int]) -> list[int]:
+    """The existing versions the request's ranges cover, ascending; TableVersionNotFound for a version they
+    cover that does not exist, unless ``ignore_missing`` (the request model has no such field: it travels in
+    the context)."""
+    spans = _version_spans(request, latest=max(existing, default=0))
+    targets = sorted(v for v in existing if any(start <= v < end for start, end in spans))
+    ignore_missing = (request.context or {}).get("ignore_missing", "false").lower() == "true"
+    if not ignore_missing and sum(end - start for start, end in spans) != len(targets):
+        missing = itertools.islice((v for start, end in spans for v in range(start, end) if v not in existing), 10)
+        raise TableVersionNotFoundError(f"Table versions not found for '{table.object_id}': {list(missing)}")
+    return targets
 
 
 def _version_spans(request: BatchDeleteTableVersionsRequest, latest: int) -> list[tuple[int, int]]:

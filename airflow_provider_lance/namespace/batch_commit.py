@@ -1,0 +1,260 @@
+"""BatchCommitTables (``lance_namespace`` 0.13; the reference answers Unsupported): declare tables, create
+versions, delete versions and deregister tables, across tables, in ONE ``__manifest`` commit: all of them
+happen or none does.
+
+The steps mirror the single operations': every operation is checked against one snapshot first (nothing is
+written while any is invalid); declared tables get their ``.lance-reserved`` markers; then one merge-insert
+adds every new row (tables, ``table_version`` rows pointing at staged manifests) and deletes every removed row
+(deregistered tables, deleted versions): the commit point. After it, staged manifests are copied to their final
+names and the rows repointed (seed 003, as BatchCreateTableVersions), deleted versions lose their manifest
+files, and deregistered root tables get their ``.lance-deregistered`` marker. A failure before the commit point
+removes the markers it wrote.
+
+Version operations need table version management: without it a version is a file copy per table, which no
+single commit can make atomic, so the batch is refused rather than applied in part.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass, field
+
+from lance_namespace import (
+    BatchCommitTablesRequest,
+    BatchCommitTablesResponse,
+    BatchDeleteTableVersionsRequest,
+    BatchDeleteTableVersionsResponse,
+    CreateTableVersionEntry,
+    CreateTableVersionRequest,
+    CreateTableVersionResponse,
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    InvalidInputError,
+    TableAlreadyExistsError,
+    UnsupportedOperationError,
+)
+from lance_namespace_urllib3_client.models import CommitTableOperation, CommitTableResult
+
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace.catalog import (
+    DEREGISTERED_MARKER,
+    MARKER_CONTENT,
+    RESERVED_MARKER,
+    Catalog,
+    Table,
+)
+from airflow_provider_lance.namespace.commit import (
+    VersionEntry,
+    finish_versions,
+    mark_table_versions,
+    validate_entry,
+    version_conflict,
+    version_rows_to_insert,
+)
+from airflow_provider_lance.namespace.manifest import (
+    TABLE,
+    TABLE_VERSION_MANAGEMENT_KEY,
+    DuplicateObjectError,
+    ManifestRow,
+    sql_string,
+)
+from airflow_provider_lance.namespace.versions import (
+    MAIN_BRANCH,
+    naming_scheme,
+    version_names,
+    version_rows,
+    versions_in_ranges,
+)
+
+_KINDS = ("declare_table", "create_table_version", "delete_table_versions", "deregister_table")
+
+
+@dataclass
+class _Plan:
+    """What the one commit does, and what follows it."""
+
+    rows: list[ManifestRow] = field(default_factory=list)  # inserted: declared tables
+    removed: list[str] = field(default_factory=list)  # object ids deleted
+    declared: dict[str, Table] = field(default_factory=dict)  # by object id, with their markers written
+    touched: set[str] = field(default_factory=set)  # table object ids declared or deregistered here
+    entries: list[VersionEntry] = field(default_factory=list)
+    listings: list[list[str]] = field(default_factory=list)
+    manifests_to_delete: list[str] = field(default_factory=list)
+    markers_to_write: list[str] = field(default_factory=list)
+    results: list[CommitTableResult] = field(default_factory=list)
+
+
+def batch_commit_tables(catalog: Catalog, request: BatchCommitTablesRequest) -> BatchCommitTablesResponse:
+    """BatchCommitTables: validate every operation, write the declared tables' markers, commit every row
+    change in one ``__manifest`` commit, then finish (copies, repointing, file deletions, markers)."""
+    operations = request.operations or []
+    if not operations:
+        raise InvalidInputError("BatchCommitTables needs at least one operation")
+    catalog.require_manifest("BatchCommitTables")
+    plan = _Plan()
+    try:
+        for index, operation in enumerate(operations):
+            _plan_operation(catalog, plan, index, operation)
+        version_rows_new = version_rows_to_insert(catalog, plan.entries, plan.listings) if plan.entries else []
+        _commit(catalog, plan, version_rows_new)
+    except BaseException:
+        for table in plan.declared.values():  # nothing was committed: take the reservations back
+            with contextlib.suppress(OSError):
+                catalog.storage.delete_tree(table.location)
+        raise
+    versions = iter(finish_versions(catalog, plan.entries, version_rows_new) if plan.entries else [])
+    for key in plan.manifests_to_delete:
+        catalog.storage.delete(key)
+    for marker in plan.markers_to_write:
+        catalog.storage.put_if_not_exists(marker, MARKER_CONTENT)
+    results = [
+        CommitTableResult(create_table_version=CreateTableVersionResponse(version=next(versions)))
+        if result.create_table_version is not None
+        else result
+        for result in plan.results
+    ]
+    return BatchCommitTablesResponse(transaction_id=str(uuid.uuid4()), results=results)
+
+
+def _plan_operation(catalog: Catalog, plan: _Plan, index: int, operation: CommitTableOperation) -> None:
+    given = [kind for kind in _KINDS if getattr(operation, kind) is not None]
+    if len(given) != 1:
+        raise InvalidInputError(f"Operation {index}: expected exactly one of {', '.join(_KINDS)}, got {given}")
+    kind = given[0]
+    if kind == "declare_table":
+        _plan_declare(catalog, plan, operation.declare_table)
+    elif kind == "create_table_version":
+        _plan_create_version(catalog, plan, operation.create_table_version)
+    elif kind == "delete_table_versions":
+        _plan_delete_versions(catalog, plan, operation.delete_table_versions)
+    else:
+        _plan_deregister(catalog, plan, operation.deregister_table)
+
+
+def _claim(plan: _Plan, oid: str) -> None:
+    if oid in plan.touched:
+        raise InvalidInputError(f"BatchCommitTables declares or deregisters table '{oid}' twice")
+    plan.touched.add(oid)
+
+
+def _plan_declare(catalog: Catalog, plan: _Plan, request: DeclareTableRequest) -> None:
+    parts = ids.validate_identifier(request.id, "table")
+    oid = ids.object_id(parts)
+    _claim(plan, oid)
+    rows = catalog.rows(ids.object_id(parts[:-1]), oid)
+    catalog.check_namespace(parts[:-1], rows)
+    if oid in rows or catalog.v1_table(parts) is not None:
+        raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+    if request.location is not None:
+        key = catalog.storage.key_of(request.location) if "://" in request.location else None
+        location = ids.validate_relative_location(key if key is not None else request.location)
+    else:
+        location = ids.table_location(parts, catalog.config.dir_listing_enabled)
+    if catalog.storage.list_dir(location) or not catalog.storage.put_if_not_exists(
+        f"{location}/{RESERVED_MARKER}", MARKER_CONTENT
+    ):
+        raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
+    plan.declared[oid] = Table(parts, location)
+    plan.rows.append(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None))
+    plan.results.append(
+        CommitTableResult(
+            declare_table=DeclareTableResponse(
+                location=catalog.storage.uri(location),
+                storage_options=catalog.response_storage_options(request.vend_credentials),
+                properties=dict(request.properties) if request.properties else None,
+                managed_versioning=True if catalog.managed() else None,
+            )
+        )
+    )
+
+
+def _table(catalog: Catalog, plan: _Plan, identifier: object) -> Table:
+    """A table named by an operation: declared earlier in this batch, or in the catalog."""
+    parts = ids.validate_identifier(identifier, "table")
+    return plan.declared.get(ids.object_id(parts)) or catalog.find_table(parts)
+
+
+def _require_management(catalog: Catalog, branch: str | None) -> None:
+    if not catalog.managed():
+        raise UnsupportedOperationError(
+            "BatchCommitTables commits versions atomically only with table version management "
+            "(table_version_management=true); without it nothing is committed"
+        )
+    if branch not in (None, MAIN_BRANCH):
+        raise UnsupportedOperationError(f"BatchCommitTables commits main-line versions, not branch '{branch}'")
+
+
+def _plan_create_version(catalog: Catalog, plan: _Plan, request: CreateTableVersionRequest) -> None:
+    _require_management(catalog, request.branch)
+    table = _table(catalog, plan, request.id)
+    entry = CreateTableVersionEntry(
+        id=table.parts,
+        version=request.version,
+        manifest_path=request.manifest_path,
+        manifest_size=request.manifest_size,
+        e_tag=request.e_tag,
+        metadata=request.metadata,
+        naming_scheme=request.naming_scheme,
+    )
+    names = version_names(catalog, table)
+    if any(e.object_id == ids.version_object_id(table.parts, request.version) for e in plan.entries):
+        raise InvalidInputError(f"BatchCommitTables creates version {request.version} of '{table.object_id}' twice")
+    plan.entries.append(validate_entry(catalog, table, entry, names))
+    plan.listings.append(names)
+    plan.results.append(CommitTableResult(create_table_version=CreateTableVersionResponse()))
+
+
+def _plan_delete_versions(catalog: Catalog, plan: _Plan, request: BatchDeleteTableVersionsRequest) -> None:
+    _require_management(catalog, request.branch)
+    table = _table(catalog, plan, request.id)
+    names = version_names(catalog, table)
+    rows = version_rows(catalog, [table])[0]
+    targets = versions_in_ranges(request, table, set(rows))
+    scheme = naming_scheme(names) or ids.V2
+    plan.removed.extend(ids.version_object_id(table.parts, v) for v in targets)
+    plan.manifests_to_delete.extend(ids.manifest_key(table.location, v, scheme) for v in targets)
+    plan.results.append(
+        CommitTableResult(delete_table_versions=BatchDeleteTableVersionsResponse(deleted_count=len(targets)))
+    )
+
+
+def _plan_deregister(catalog: Catalog, plan: _Plan, request: DeregisterTableRequest) -> None:
+    table = catalog.find_table(ids.validate_identifier(request.id, "table"))
+    _claim(plan, table.object_id)
+    if table.row is None:
+        raise UnsupportedOperationError(
+            f"Table '{table.object_id}' is known only by directory listing: deregister it on its own"
+        )
+    plan.removed.append(table.object_id)
+    plan.removed.extend(ids.version_object_id(table.parts, v) for v in version_rows(catalog, [table])[0])
+    if catalog.is_v1_location(table):
+        plan.markers_to_write.append(f"{table.location}/{DEREGISTERED_MARKER}")
+    plan.results.append(
+        CommitTableResult(
+            deregister_table=DeregisterTableResponse(
+                id=table.parts, location=catalog.storage.uri(table.location), properties=table.properties
+            )
+        )
+    )
+
+
+def _commit(catalog: Catalog, plan: _Plan, version_rows_new: list[ManifestRow]) -> None:
+    """The commit point: every inserted and deleted row in one ``__manifest`` commit."""
+    rows = plan.rows + version_rows_new
+    if version_rows_new:
+        mark_table_versions(catalog)
+    if plan.rows and catalog.config.table_version_management and not catalog.managed_persisted():
+        catalog.manifest.update_metadata({TABLE_VERSION_MANAGEMENT_KEY: "true"})
+    removed = f"object_id IN ({', '.join(sql_string(oid) for oid in plan.removed)})" if plan.removed else None
+    try:
+        if rows:
+            catalog.manifest.insert(rows, replacing=removed)
+        elif removed:
+            catalog.manifest.delete(removed)
+    except DuplicateObjectError as error:
+        if error.object_id in plan.declared:
+            raise TableAlreadyExistsError(f"Table already exists: '{error.object_id}'") from None
+        raise version_conflict(error) from None
