@@ -17,6 +17,7 @@ import lance.namespace
 import lance_namespace as ln
 import pytest
 
+from airflow_provider_lance.namespace import DirectoryNamespace
 from scripts.demo import demo_environment
 from tests.example_dags.test_lance_spark_batch_commit import EXPECTED, ROWS, airflow
 from tests.s3.conftest import ACCESS_KEY, BUCKET, SECRET_KEY, MotoServer, moto_server, s3_root  # noqa: F401
@@ -87,10 +88,9 @@ def test_example_dag_on_s3_and_rerun(s3_env: dict[str, str], moto_server: MotoSe
     assert "All 3 versions were already committed by this DAG run" in recommit.stdout + recommit.stderr
     assert table_state(moto_server, s3_root) == one_run
 
-    described = reference(moto_server, s3_root).describe_table_version({"id": ["demo", "users"], "version": 1})
-    version = described["version"] if isinstance(described, dict) else described.version
-    metadata = version["metadata"] if isinstance(version, dict) else version.metadata
-    assert metadata["airflow_run_id"] == f"{DAG_ID}/{run_id}"
+    engine = DirectoryNamespace(**moto_server.properties(s3_root))  # the reference does not return metadata
+    described = engine.describe_table_version(ln.DescribeTableVersionRequest(id=["demo", "users"], version=1))
+    assert described.version.metadata["airflow_run_id"] == f"{DAG_ID}/{run_id}"
 
     # The secret is in no log, no command line Airflow printed, no XCom.
     outputs = done.stdout + done.stderr + restage.stdout + restage.stderr + recommit.stdout + recommit.stderr
