@@ -14,6 +14,7 @@ from airflow_provider_lance import staging as st
 from airflow_provider_lance.namespace import DirectoryNamespace
 
 VENV_BIN = str(Path(sys.executable).parent)
+REPO = str(Path(__file__).resolve().parents[2])
 
 
 def spark_env() -> dict[str, str]:
@@ -24,6 +25,8 @@ def spark_env() -> dict[str, str]:
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PATH": path if path.startswith(VENV_BIN + os.pathsep) else VENV_BIN + os.pathsep + path,
+        # This checkout's provider for spark-submit children (the venv may hold another checkout's install).
+        "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH", "")) if p),
     }
 
 
