@@ -46,7 +46,8 @@ RESULTS = (
     / ("quick.json" if QUICK else "partial.json" if PARTIAL else "latest.json")
 )
 
-SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "").split(",") if n] or ([100] if QUICK else [100, 1000, 10000])
+# 300 and 1,000: the write goals; BENCH_SIZES=300,1000,10000 adds the large catalog (+2-3 minutes).
+SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "").split(",") if n] or ([300] if QUICK else [300, 1000])
 REPS = 5 if QUICK else 30
 REPS_LARGE = 5 if QUICK else 15  # at 10,000 tables
 ROOT_LIST_REPS = 3 if QUICK else 7
@@ -388,9 +389,12 @@ def write_scaling(work: Path, make: Callable[..., Engine], checkpoints: list[int
 
 
 # -- 4. storage requests per sensor poke -----------------------------------------------------------------------------
-STORAGE_REQUESTS = (
+STORAGE_REQUESTS = (  # the request-making methods of the engine's Storage (those it has are counted)
     "exists",
     "file_exists",
+    "file_info",
+    "first_entry",
+    "copy_if_not_exists",
     "list_dir",
     "list_names",
     "read",
@@ -412,7 +416,8 @@ class CountingStorage:
 
     def __enter__(self) -> CountingStorage:
         for name in STORAGE_REQUESTS:
-            setattr(self.storage, name, self._counted(name, getattr(self.storage, name)))
+            if hasattr(self.storage, name):
+                setattr(self.storage, name, self._counted(name, getattr(self.storage, name)))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -477,6 +482,7 @@ def sensor_poke(work: Path) -> dict[str, Any]:
     previous poke (a sensor in poke mode); cold = a new one (reschedule mode: a new process)."""
     import pyarrow as pa
 
+    from benchmarks import scale
     from benchmarks.s3_counter import CountingS3Server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -487,18 +493,8 @@ def sensor_poke(work: Path) -> dict[str, Any]:
             for make in (ours, reference):
                 properties = server.properties(f"{make.__name__}-{size}")
                 options = {k[len("storage.") :]: v for k, v in properties.items() if k.startswith("storage.")}
+                scale.build_s3(properties, make, size)
                 builder = make(**properties)
-                builder.call("create_namespace", ln.CreateNamespaceRequest(id=[catalog.NAMESPACE]))
-                rows = [
-                    {"object_id": f"{catalog.NAMESPACE}$t{i}", "object_type": "table", "location": f"x{i}"}
-                    for i in range(size)
-                ]
-                for row in rows:
-                    row.update(metadata=None, base_objects=None)
-                manifest_uri = properties["root"] + "/__manifest"
-                lance.dataset(manifest_uri, storage_options=options).insert(
-                    pa.Table.from_pylist(rows, schema=catalog.SCHEMA)
-                )
                 declared = builder.call("declare_table", ln.DeclareTableRequest(id=table))
                 lance.write_dataset(pa.table({"x": [1]}), declared.location, mode="append", storage_options=options)
                 hook = _hook(make(**properties))
@@ -545,15 +541,16 @@ def spark_staging() -> dict[str, Any]:
         return {"status": "placeholder", "note": "measured by benchmarks/spark_staging.py (not present in this run)"}
     try:
         module = importlib.import_module("benchmarks.spark_staging")
-        with tempfile.TemporaryDirectory() as directory:
-            out = Path(directory) / "spark.md"
-            argv = ["--out", str(out)] + (["--rows", "100000", "--repeat", "1"] if QUICK else [])
-            code = module.main(argv)
-            if code not in (0, None) or not out.exists():
-                return {"status": "failed", "note": f"benchmarks/spark_staging.py main() returned {code!r}"}
-            return {"status": "measured", "result": out.read_text().strip()}
+        rows, repeat = (200_000, 1) if QUICK else (2_000_000, 3)
+        numbers = module.measure(2, rows, repeat, "local[2]")
+        return {"status": "measured", "result": module.render(numbers), "numbers": numbers}
     except Exception as error:  # the Spark benchmark must not break the others
         return {"status": "failed", "note": f"{type(error).__name__}: {error}"}
+
+
+def _scale(section: str) -> Any:
+    """A section of ``benchmarks/scale.py`` (imported late: it imports this module)."""
+    return getattr(importlib.import_module("benchmarks.scale"), section)()
 
 
 # -- driver -----------------------------------------------------------------------------------------------------
@@ -573,6 +570,10 @@ def main() -> int:
         ("writes/ours", lambda: write_scaling(base, ours, WRITE_CHECKPOINTS)),
         ("writes/reference", lambda: write_scaling(base, reference, REFERENCE_WRITE_CHECKPOINTS)),
         ("poke", lambda: sensor_poke(base)),
+        ("s3_writes", lambda: _scale("s3_writes")),
+        ("threads", lambda: _scale("threads")),
+        ("processes", lambda: _scale("processes")),
+        ("data_plane", lambda: _scale("data_plane")),
         ("spark", spark_staging),
     ]
     only = ONLY

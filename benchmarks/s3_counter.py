@@ -4,7 +4,8 @@ Used to count the object-store requests of one operation for both engines: our f
 Lance (Rust ``object_store``) reads of ``__manifest`` and of table ``_versions/`` all arrive here as HTTP
 requests, whatever library (or process) sent them. The server is moto's WSGI app (what ``moto_server -H
 127.0.0.1 -p <port>`` serves) wrapped with a counter; ``GET /__counts`` answers the counts and ``POST
-/__reset`` clears them (neither is counted). It runs in a separate process so that the benchmark's threads do
+/__reset`` clears them (neither is counted). ``CountingS3Server(latency_ms=20)`` delays every answer like a
+network round trip to a remote store. It runs in a separate process so that the benchmark's threads do
 not share its interpreter lock: ``python -m benchmarks.s3_counter <port>``.
 """
 
@@ -24,8 +25,10 @@ from typing import Any
 BUCKET = "bench"
 
 
-def counting_app(app: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap moto's WSGI app: count every request by kind (GET, PUT, HEAD, DELETE, POST, LIST)."""
+def counting_app(app: Callable[..., Any], latency: float = 0.0) -> Callable[..., Any]:
+    """Wrap moto's WSGI app: count every request by kind (GET, PUT, HEAD, DELETE, POST, LIST); with
+    ``latency`` (seconds), answer each request that much later (a network round trip: the wait overlaps
+    across concurrent requests, moto's own work does not)."""
     requests: Counter[str] = Counter()
     lock = threading.Lock()
 
@@ -43,13 +46,15 @@ def counting_app(app: Callable[..., Any]) -> Callable[..., Any]:
         kind = "LIST" if method == "GET" and ("list-type" in query or "prefix=" in query) else method
         with lock:
             requests[kind] += 1
+        if latency:
+            time.sleep(latency)
         return app(environ, start_response)
 
     return counted
 
 
-def serve(port: int) -> None:
-    """Serve the counting moto app on 127.0.0.1:``port`` until killed."""
+def serve(port: int, latency: float = 0.0) -> None:
+    """Serve the counting moto app on 127.0.0.1:``port`` until killed (``latency``: seconds per request)."""
     import logging
 
     from moto.moto_server.threaded_moto_server import MotoRequestHandler
@@ -57,16 +62,17 @@ def serve(port: int) -> None:
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    app = counting_app(DomainDispatcherApplication(create_backend_app))
+    app = counting_app(DomainDispatcherApplication(create_backend_app), latency)
     make_server("127.0.0.1", port, app, threaded=True, request_handler=MotoRequestHandler).serve_forever()
 
 
 class CountingS3Server:
     """``with CountingS3Server() as server: ...``; ``server.properties(prefix)`` configures either engine."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency_ms: float = 0.0) -> None:
         self._process: subprocess.Popen[bytes] | None = None
         self.endpoint = ""
+        self.latency_ms = latency_ms
 
     def __enter__(self) -> CountingS3Server:
         import socket
@@ -75,7 +81,7 @@ class CountingS3Server:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.s3_counter", str(port)],
+            [sys.executable, "-m", "benchmarks.s3_counter", str(port), str(self.latency_ms / 1000)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -142,4 +148,4 @@ class CountingS3Server:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)

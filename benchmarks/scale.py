@@ -172,19 +172,27 @@ def _reads(engine: Engine, size: int) -> Callable[[int], Any]:
     return read
 
 
+STORAGES = {"local": None, "s3": 0.0, "s3 + 20 ms round trip": 20.0}  # name -> moto latency (ms), None = disk
+
+
 def threads() -> dict[str, Any]:
-    """Reads through one instance from 1 and 16 threads (local disk and moto S3), and DeclareTable from 1 and
-    4 threads (nothing may be lost). Rounds alternate 1-thread and N-thread runs; the best round counts."""
+    """Reads through one instance from 1 and 16 threads (local disk, moto S3, and moto S3 answering 20 ms late
+    like a remote store), and DeclareTable from 1 and 4 threads (nothing may be lost). Rounds alternate 1-thread
+    and N-thread runs; the best round counts. On S3 the server's own ceiling (bare 1-key LISTs) is measured too."""
     size = 300 if QUICK else 1000
     rounds = 2 if QUICK else 3
     results: dict[str, Any] = {}
     work = Path(catalog.tempfile_dir("threads"))
-    with CountingS3Server() as server:
-        for storage in ("local", "s3"):
-            reads_total = {"local": 400 if QUICK else 1600, "s3": 64 if QUICK else 192}[storage]
-            writes_total = {"local": 12 if QUICK else 40, "s3": 8 if QUICK else 16}[storage]
+    for storage, latency in STORAGES.items():
+        reads_total = 400 if QUICK else 1600
+        writes_total = 12 if QUICK else 40
+        if latency is not None:
+            reads_total, writes_total = (64, 8) if QUICK else (192, 16)
+        with CountingS3Server(latency_ms=latency or 0.0) as server:
+            if latency is not None:
+                results.setdefault("_server", {})[storage] = _server_ceiling(server, reads_total)
             for name, make in ENGINES.items():
-                if storage == "local":
+                if latency is None:
                     root = work / name
                     catalog.build(root, size)
                     engine = make(root)
@@ -192,35 +200,55 @@ def threads() -> dict[str, Any]:
                     properties = server.properties(f"threads-{name}")
                     build_s3(properties, make, size)
                     engine = make(**properties)
-                read = _reads(engine, size)
-                for i in range(8):  # warm: the first read opens __manifest
-                    read(i)
-                single, many = [], []
-                for _ in range(rounds):
-                    single.append(_throughput(read, reads_total, 1))
-                    many.append(_throughput(read, reads_total, READ_THREADS))
-                landed: dict[int, tuple[float, bool]] = {}
-                for r, count in enumerate((1, WRITE_THREADS, 1, WRITE_THREADS)):
-                    names = [f"w{r}_{i}" for i in range(writes_total)]
-
-                    def declare(i: int, names: list[str] = names, engine: Engine = engine) -> Any:
-                        return engine.call("declare_table", ln.DeclareTableRequest(id=[catalog.NAMESPACE, names[i]]))
-
-                    rate = _throughput(declare, writes_total, count)
-                    listed = set(_list_all(engine))
-                    ok = all(n in listed for n in names)
-                    best, all_ok = landed.get(count, (0.0, True))
-                    landed[count] = (max(best, rate), all_ok and ok)
-                results.setdefault(storage, {})[name] = {
-                    "reads_1": max(single),
-                    f"reads_{READ_THREADS}": max(many),
-                    "writes_1": landed[1][0],
-                    f"writes_{WRITE_THREADS}": landed[WRITE_THREADS][0],
-                    "writes_landed": landed[1][1] and landed[WRITE_THREADS][1],
-                }
+                results.setdefault(storage, {})[name] = _thread_rounds(engine, size, reads_total, writes_total, rounds)
                 log(f"  threads {storage} {name}: {results[storage][name]}")
+                if latency is None:
+                    catalog.remove(work / name)
     catalog.remove(work)
     return results
+
+
+def _server_ceiling(server: CountingS3Server, total: int) -> dict[str, float]:
+    """Requests/s the moto server answers to bare ``LIST MaxKeys=1`` calls from 1 and 16 threads (boto3)."""
+    import boto3
+
+    client = boto3.client(
+        "s3", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+
+    def probe(i: int) -> Any:
+        return client.list_objects_v2(Bucket="bench", Prefix="none/", MaxKeys=1)
+
+    probe(0)
+    return {"reads_1": _throughput(probe, total, 1), f"reads_{READ_THREADS}": _throughput(probe, total, READ_THREADS)}
+
+
+def _thread_rounds(engine: Engine, size: int, reads_total: int, writes_total: int, rounds: int) -> dict[str, Any]:
+    read = _reads(engine, size)
+    for i in range(8):  # warm: the first read opens __manifest
+        read(i)
+    single, many = [], []
+    for _ in range(rounds):
+        single.append(_throughput(read, reads_total, 1))
+        many.append(_throughput(read, reads_total, READ_THREADS))
+    landed: dict[int, tuple[float, bool]] = {}
+    for r, count in enumerate((1, WRITE_THREADS, 1, WRITE_THREADS)):
+        names = [f"w{r}_{i}" for i in range(writes_total)]
+
+        def declare(i: int, names: list[str] = names) -> Any:
+            return engine.call("declare_table", ln.DeclareTableRequest(id=[catalog.NAMESPACE, names[i]]))
+
+        rate = _throughput(declare, writes_total, count)
+        listed = set(_list_all(engine))
+        best, all_ok = landed.get(count, (0.0, True))
+        landed[count] = (max(best, rate), all_ok and all(n in listed for n in names))
+    return {
+        "reads_1": max(single),
+        f"reads_{READ_THREADS}": max(many),
+        "writes_1": landed[1][0],
+        f"writes_{WRITE_THREADS}": landed[WRITE_THREADS][0],
+        "writes_landed": landed[1][1] and landed[WRITE_THREADS][1],
+    }
 
 
 def _list_all(engine: Engine) -> list[str]:
