@@ -60,6 +60,7 @@ class DirectoryNamespace(LanceNamespace):
 
     # tables
     declare_table = operation(tables.declare_table)
+    create_empty_table = operation(tables.create_empty_table)
     list_tables = operation(tables.list_tables)
     describe_table = operation(tables.describe_table)
     table_exists = operation(tables.table_exists)

@@ -12,6 +12,8 @@ import contextlib
 
 from lance_namespace import (
     ConcurrentModificationError,
+    CreateEmptyTableRequest,
+    CreateEmptyTableResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -32,6 +34,7 @@ from lance_namespace import (
     TableExistsResponse,
     TableNotFoundError,
     TableVersionNotFoundError,
+    UnsupportedOperationError,
 )
 
 from airflow_provider_lance.namespace import identifiers as ids
@@ -80,6 +83,32 @@ def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTabl
         storage_options=catalog.response_storage_options(request.vend_credentials),
         properties=dict(request.properties) if request.properties else None,
         managed_versioning=True if catalog.managed() else None,
+    )
+
+
+def create_empty_table(catalog: Catalog, request: CreateEmptyTableRequest) -> CreateEmptyTableResponse:
+    """CreateEmptyTable (the interface's predecessor of DeclareTable): a declared table. Modes ``create``
+    (default) and ``exist_ok`` (answers the existing table); ``overwrite`` would delete data and per-table
+    ``storage_options`` cannot be kept by a directory namespace (one storage configuration): both refused."""
+    mode = (request.mode or "create").lower()
+    if mode not in ("create", "exist_ok", "existok"):
+        raise InvalidInputError(f"Invalid mode '{request.mode}' for CreateEmptyTable: expected create or exist_ok")
+    if request.storage_options:
+        raise UnsupportedOperationError("CreateEmptyTable with per-table storage_options is not supported")
+    try:
+        declared = declare_table(catalog, DeclareTableRequest(id=request.id, properties=request.properties))
+    except TableAlreadyExistsError:
+        if mode == "create":
+            raise
+        existing = describe_table(catalog, DescribeTableRequest(id=request.id))
+        return CreateEmptyTableResponse(
+            location=existing.location,
+            version=existing.version,
+            storage_options=existing.storage_options,
+            properties=existing.properties,
+        )
+    return CreateEmptyTableResponse(
+        location=declared.location, storage_options=declared.storage_options, properties=declared.properties
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
 import pytest
 from lance_namespace import LanceNamespace
@@ -271,3 +272,21 @@ def test_manifest_table_is_the_reference_format(make_namespace, tmp_path):
         assert normalize_location(ours_row["location"] or "", tmp_path) == normalize_location(
             reference_row["location"] or "", tmp_path
         )
+
+
+def test_create_empty_table_declares(make_namespace) -> None:
+    """CreateEmptyTable (deprecated in the interface for DeclareTable) declares the table; exist_ok answers the
+    existing one; overwrite and per-table storage options are refused, nothing written."""
+    ns = make_namespace("ours")
+    created = do(ns, "create_empty_table", id=["e"], properties={"k": "v"})
+    assert created.location.endswith("/e.lance") and created.properties == {"k": "v"}
+    assert do(ns, "describe_table", id=["e"], check_declared=True).is_only_declared is True
+    assert do(ns, "create_empty_table", id=["e"], mode="exist_ok").location == created.location
+    for fields, error in (
+        ({"id": ["e"]}, ln.TableAlreadyExistsError),
+        ({"id": ["f"], "mode": "overwrite"}, ln.InvalidInputError),
+        ({"id": ["f"], "storage_options": {"aws_region": "x"}}, ln.UnsupportedOperationError),
+    ):
+        with pytest.raises(error):
+            do(ns, "create_empty_table", **fields)
+    assert do(ns, "list_tables", id=[]).tables == ["e"]
