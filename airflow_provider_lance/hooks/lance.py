@@ -365,16 +365,33 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         :return: a JSON-able dict of what was done.
         :raises AirflowException: when the connection uses another namespace implementation.
         """
-        from airflow_provider_lance.namespace import DirectoryNamespace
         from airflow_provider_lance.namespace.maintenance import maintain_manifest
+
+        return maintain_manifest(self._engine("__manifest maintenance"), **kwargs)
+
+    def finalize_pending_versions(self) -> list[dict[str, Any]]:
+        """
+        Finish every committed table version still pointing at its staged manifest (a committer stopped
+        between the commit point and the copy), so that path-based readers (``lance.dataset(location)``,
+        Spark reading the path) see it. Engine reads touching a table do this too; this does it for the
+        whole catalog at once (the provider's engine only).
+
+        :return: ``[{"table_id": [...], "version": n}, ...]``, what was finished.
+        """
+        finished = self._engine("finalizing pending versions").finalize_pending_versions()
+        return [{"table_id": list(table_id), "version": version} for table_id, version in finished]
+
+    def _engine(self, what: str) -> Any:
+        """The provider's engine behind this connection; AirflowException naming ``what`` for another one."""
+        from airflow_provider_lance.namespace import DirectoryNamespace
 
         namespace = self.namespace
         if not isinstance(namespace, DirectoryNamespace):
             raise AirflowException(
                 f"Connection {self.lance_conn_id!r} uses {type(namespace).__module__}.{type(namespace).__qualname__}: "
-                f"__manifest maintenance needs the provider's engine ({ENGINE_IMPL}, an empty 'impl' extra)"
+                f"{what} needs the provider's engine ({ENGINE_IMPL}, an empty 'impl' extra)"
             )
-        return maintain_manifest(namespace, **kwargs)
+        return namespace
 
     # ------------------------------------------------------------------ checks shared by sensors and triggers
 

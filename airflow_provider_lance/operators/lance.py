@@ -13,7 +13,10 @@ from __future__ import annotations
 from airflow_provider_lance.operators.base import LanceBaseOperator
 from airflow_provider_lance.operators.base import LanceBaseOperator as _LanceBaseOperator
 from airflow_provider_lance.operators.commit import run_identity, run_key_from_context
-from airflow_provider_lance.operators.maintenance import LanceMaintainManifestOperator
+from airflow_provider_lance.operators.maintenance import (
+    LanceFinalizePendingVersionsOperator,
+    LanceMaintainManifestOperator,
+)
 from airflow_provider_lance.operators.namespace import LanceCreateNamespaceOperator, LanceDropNamespaceOperator
 from airflow_provider_lance.operators.table import (
     LanceDeclareTableOperator,
@@ -39,6 +42,7 @@ __all__ = [
     "LanceDeregisterTableOperator",
     "LanceDropNamespaceOperator",
     "LanceDropTableOperator",
+    "LanceFinalizePendingVersionsOperator",
     "LanceMaintainManifestOperator",
     "LanceRegisterTableOperator",
     "_LanceBaseOperator",

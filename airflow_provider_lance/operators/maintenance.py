@@ -1,4 +1,4 @@
-"""Operator maintaining the namespace itself: ``__manifest`` compaction and cleanup."""
+"""Operators maintaining the namespace itself: ``__manifest`` compaction and cleanup, pending versions."""
 
 from __future__ import annotations
 
@@ -71,3 +71,24 @@ class LanceMaintainManifestOperator(LanceBaseOperator):
             raise AirflowFailException(f"Invalid __manifest maintenance arguments: {err}") from None
         self.log.info("__manifest maintenance: %s", result)
         return json.loads(json.dumps(result, default=str))
+
+
+class LanceFinalizePendingVersionsOperator(LanceBaseOperator):
+    """
+    Finish every committed table version that a stopped committer left pointing at its staged manifest.
+
+    Readers through the namespace see such a version already; path-based readers (``lance.dataset(location)``,
+    Spark reading the table path, other engines) see the table's previous version until an engine call
+    touches the table or this operator runs (e.g. at the start of a DAG that reads tables by path, or on a
+    schedule). Needs the provider's own engine (an empty ``impl`` extra).
+
+    :param lance_conn_id: Connection id of the namespace. (templated)
+    :return: ``{"finalized": [{"table_id": [...], "version": n}, ...]}``.
+    """
+
+    template_fields: Sequence[str] = ("lance_conn_id",)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        finalized = self.hook.finalize_pending_versions()
+        self.log.info("Finalized %d pending table version(s)", len(finalized))
+        return {"finalized": finalized}

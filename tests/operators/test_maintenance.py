@@ -85,3 +85,46 @@ def test_empty_catalog_is_skipped(set_conn, engine_impl):
     result = LanceHook().maintain_manifest()
     assert result["compacted"] is False
     assert "skipped" in result
+
+
+def test_finalize_pending_versions_operator(set_conn, engine_impl, lance_root, monkeypatch):
+    """A batch whose committer stopped after the commit point: path-based readers see the old versions until
+    the operator finishes them (issue 12, point 7)."""
+    import lance_namespace as ln
+    import pyarrow as pa
+
+    from airflow_provider_lance.namespace import commit
+    from airflow_provider_lance.operators.maintenance import LanceFinalizePendingVersionsOperator
+    from airflow_provider_lance.staging import stage_data
+
+    set_conn(engine_impl, extra={"table_version_management": "true"})
+    hook = LanceHook()
+    hook.create_namespace("prod")
+    entries = [stage_data(hook.namespace, ["prod", name], pa.table({"x": [1, 2]})) for name in ("a", "b")]
+    with monkeypatch.context() as patch:
+        patch.setattr(commit, "finalize", _stop)  # the committer stops right after the commit point
+        with pytest.raises(_Stopped):
+            hook.namespace.batch_create_table_versions(ln.BatchCreateTableVersionsRequest(entries=entries))
+    locations = {name: lance_root / hook.namespace.manifest.get(f"prod${name}").location for name in ("a", "b")}
+    assert all(not list(path.glob("_versions/*.manifest")) for path in locations.values())  # path readers: nothing
+
+    result = LanceFinalizePendingVersionsOperator(task_id="finalize").execute(make_context())
+    assert sorted(tuple(item["table_id"]) for item in result["finalized"]) == [("prod", "a"), ("prod", "b")]
+    assert all(lance.dataset(str(path)).count_rows() == 2 for path in locations.values())
+    assert LanceFinalizePendingVersionsOperator(task_id="again").execute(make_context()) == {"finalized": []}
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _stop(*args, **kwargs):
+    raise _Stopped
+
+
+def test_finalize_needs_the_engine(set_conn):
+    from airflow_provider_lance.operators.maintenance import LanceFinalizePendingVersionsOperator
+
+    set_conn("dir")
+    with pytest.raises(AirflowException, match=r"finalizing pending versions needs the provider's engine"):
+        LanceFinalizePendingVersionsOperator(task_id="f").execute(make_context())
