@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from airflow_provider_lance.hooks.calls import response_field
@@ -169,6 +169,27 @@ class LanceTableAdminMixin:
 
         request = ln.RestoreTableRequest(id=parse_identifier(table_id), version=int(version))
         return self._call("restore_table", request)
+
+    def restore_tables(self, targets: Sequence[tuple[TableId, int]]) -> bool:
+        """
+        Restore several tables to old versions. With table version management this is one atomic step: a
+        Restore of each table is staged (nothing visible) and all are committed with one
+        ``batch_create_table_versions``. Otherwise each table is restored on its own (``restore_table``).
+
+        :param targets: ``(table, version to restore)`` pairs.
+        :return: whether the restores were committed as one atomic step.
+        """
+        from airflow_provider_lance.staging import StagingNamespace, commit_entries, stage_restore
+
+        pairs = [(parse_identifier(table), int(version)) for table, version in targets]
+        if len(pairs) > 1 and self.manages_versions(pairs[0][0]):
+            staging = StagingNamespace(self.namespace)
+            entries = [stage_restore(self.namespace, table, version, staging=staging) for table, version in pairs]
+            commit_entries(self.namespace, entries)
+            return True
+        for table, version in pairs:
+            self.restore_table(table, version)
+        return len(pairs) <= 1
 
     # ------------------------------------------------------------------ schema, rename
 

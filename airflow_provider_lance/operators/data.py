@@ -109,10 +109,11 @@ class LanceRollbackRunOperator(_LanceTablesOperator):
     Roll back what a DAG run committed: restore each table to its version before the run.
 
     Each table's version committed by ``run_id`` (its ``airflow_run_id`` metadata) is found; the version
-    before it is restored with ``RestoreTable``, which commits a new version with the old content (history
-    is kept). Each table's restore is atomic; restores of several tables are not one atomic step (the
-    namespace has no batch restore), but every table is checked first, and a table written since the run
-    (or already rolled back) is left alone with a warning. Tables the run did not commit are skipped.
+    before it is restored, which commits a new version with the old content (history is kept). With table
+    version management every table is restored in **one atomic step** (a Restore per table is staged, then
+    all commit with one ``batch_create_table_versions``); without it each table's restore is atomic on its
+    own. Every table is checked first, and a table written since the run (or already rolled back) is left
+    alone with a warning. Tables the run did not commit are skipped.
     Use it with ``trigger_rule="one_failed"`` after an audit.
 
     :param tables: Tables the run may have committed. (templated)
@@ -148,15 +149,17 @@ class LanceRollbackRunOperator(_LanceTablesOperator):
                 self.log.warning("%s was created by run %s: nothing to restore (drop it instead)", name, self.run_id)
             else:
                 plan.append((ident, name, int(committed.version) - 1))
+        names = ", ".join(name for _, name, _ in plan)
+        with self._namespace_errors(f"Cannot restore tables {names}"):
+            atomic = self.hook.restore_tables([(ident, version) for ident, _, version in plan])
         restored = []
         for ident, name, version in plan:
-            with self._namespace_errors(f"Cannot restore table {name} to version {version}"):
-                self.hook.restore_table(ident, version)
+            with self._namespace_errors(f"Cannot read the latest version of table {name}"):
                 latest = self.hook.get_latest_version(ident)
             self.log.info("Restored %s to version %s (as version %s)", name, version, latest)
             restored.append({"table_id": ident, "restored_version": version, "version": latest})
         self._emit_table_events(context, restored)
-        return {"run_id": self.run_id, "restored": restored}
+        return {"run_id": self.run_id, "restored": restored, "atomic": atomic}
 
 
 class LanceOptimizeTableOperator(_LanceTablesOperator):

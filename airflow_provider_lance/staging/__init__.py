@@ -49,6 +49,7 @@ from airflow_provider_lance.staging.stage import (
     prepare_target,
     stage_data,
     stage_fragments,
+    stage_restore,
 )
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "read_entries",
     "stage_data",
     "stage_fragments",
+    "stage_restore",
     "table_id_key",
     "write_entries",
 ]

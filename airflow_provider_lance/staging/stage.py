@@ -225,6 +225,38 @@ def stage_fragments(
         if schema is None:
             raise ln.InvalidInputError("A schema is required to overwrite or create a table")
         operation = lance.LanceOperation.Overwrite(schema, fragments)
+    return _stage_operation(staging, target, operation)
+
+
+def stage_restore(
+    namespace: LanceNamespace,
+    table_id: Sequence[str],
+    version: int,
+    *,
+    staging: StagingNamespace | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> ln.CreateTableVersionEntry:
+    """Stage a new version of an existing table with the content of its old ``version`` (Lance's Restore),
+    without committing it: restores of several tables then commit together with ``commit_entries``.
+
+    :param namespace: the namespace that will commit the version.
+    :param table_id: the table identifier.
+    :param version: the version whose content the new version gets.
+    :param staging: the staging wrapper to record into; a new one otherwise.
+    :param storage_options: storage options for the table's files.
+    :return: the staged entry.
+    """
+    staging = staging if staging is not None else StagingNamespace(namespace)
+    staging.ensure_not_staged(table_id)
+    target = prepare_target(staging.inner, table_id, create=False, storage_options=storage_options)
+    return _stage_operation(staging, target, lance.LanceOperation.Restore(int(version)))
+
+
+def _stage_operation(
+    staging: StagingNamespace, target: StagingTarget, operation: lance.LanceOperation.BaseOperation
+) -> ln.CreateTableVersionEntry:
+    """Commit ``operation`` on top of ``target.read_version`` through the recording wrapper: the manifest is
+    staged, nothing is committed, the entry is returned."""
     lance.LanceDataset.commit(
         target.location,
         operation,

@@ -138,6 +138,8 @@ def test_check_tag_rollback_optimize(set_conn, engine_impl):
     rollback = LanceRollbackRunOperator(task_id="rb", tables=["c.x", "c.y"], run_id="dag/run1")
     result = rollback.execute(make_context())
     assert [r["restored_version"] for r in result["restored"]] == [1, 1]
+    assert result["atomic"] is True  # table version management: both restores in one commit
+    assert [v.version for v in hook.list_table_versions("c.y")][-1] == 3
     assert {t: hook.count_table_rows(f"c.{t}") for t in ("x", "y")} == before
     assert (
         LanceRollbackRunOperator(task_id="rb", tables=["c.x"], run_id="dag/run1").execute(make_context())["restored"]
