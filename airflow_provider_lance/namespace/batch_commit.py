@@ -25,7 +25,6 @@ from lance_namespace import (
     BatchCommitTablesResponse,
     BatchDeleteTableVersionsRequest,
     BatchDeleteTableVersionsResponse,
-    CreateTableVersionEntry,
     CreateTableVersionRequest,
     CreateTableVersionResponse,
     DeclareTableRequest,
@@ -48,6 +47,7 @@ from airflow_provider_lance.namespace.catalog import (
 )
 from airflow_provider_lance.namespace.commit import (
     VersionEntry,
+    entry_of,
     finish_versions,
     mark_table_versions,
     validate_entry,
@@ -190,15 +190,7 @@ def _require_management(catalog: Catalog, branch: str | None) -> None:
 def _plan_create_version(catalog: Catalog, plan: _Plan, request: CreateTableVersionRequest) -> None:
     _require_management(catalog, request.branch)
     table = _table(catalog, plan, request.id)
-    entry = CreateTableVersionEntry(
-        id=table.parts,
-        version=request.version,
-        manifest_path=request.manifest_path,
-        manifest_size=request.manifest_size,
-        e_tag=request.e_tag,
-        metadata=request.metadata,
-        naming_scheme=request.naming_scheme,
-    )
+    entry = entry_of(request)
     names = version_names(catalog, table)
     if any(e.object_id == ids.version_object_id(table.parts, request.version) for e in plan.entries):
         raise InvalidInputError(f"BatchCommitTables creates version {request.version} of '{table.object_id}' twice")

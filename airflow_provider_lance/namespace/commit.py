@@ -66,17 +66,13 @@ class VersionEntry:
 def create_table_version(catalog: Catalog, request: CreateTableVersionRequest) -> CreateTableVersionResponse:
     """CreateTableVersion: commit one staged manifest as the next version of a table."""
     table, managed = locate_line(catalog, request.id, request.branch, writing=True)
-    entry = CreateTableVersionEntry(
-        id=request.id or [],
-        version=request.version,
-        branch=request.branch,
-        manifest_path=request.manifest_path,
-        manifest_size=request.manifest_size,
-        e_tag=request.e_tag,
-        metadata=request.metadata,
-        naming_scheme=request.naming_scheme,
-    )
-    return CreateTableVersionResponse(version=_create(catalog, [(table, entry)], managed)[0])
+    return CreateTableVersionResponse(version=_create(catalog, [(table, entry_of(request))], managed)[0])
+
+
+def entry_of(request: CreateTableVersionRequest) -> CreateTableVersionEntry:
+    """The batch entry a CreateTableVersion request describes (the same fields but the request's own)."""
+    fields = set(CreateTableVersionEntry.model_fields) & set(CreateTableVersionRequest.model_fields)
+    return CreateTableVersionEntry(**{name: getattr(request, name) for name in fields})
 
 
 def batch_create_table_versions(
