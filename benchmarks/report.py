@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.report_scale import scale_sections, scale_targets
+from benchmarks.report_scale import PROFILE_NOTES, SCALE_REASONS, scale_sections, scale_targets
 
 TARGET_SIZE = "1000"
 WRITE_TARGET_SIZES = ("300", "1000")
@@ -90,6 +90,7 @@ REASONS = {
 }
 for _op in ("create_namespace", "declare_table", "register_table"):
     REASONS[_op] = REASONS["insert"]
+REASONS.update(SCALE_REASONS)
 
 
 ENGINE_NOTES = """## Engine changes behind these numbers (issue 7)
@@ -469,6 +470,8 @@ def render(results: dict[str, Any]) -> str:
         add("| measure | value |")
         add("|---|---|")
         add(f"| Spark staging (tables/s) | **placeholder** — {spark.get('note')} ({spark.get('status')}) |")
+    add("")
+    add(PROFILE_NOTES)
     add("")
     add(ENGINE_NOTES)
     add("")

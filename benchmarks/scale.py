@@ -263,8 +263,10 @@ def _list_all(engine: Engine) -> list[str]:
 
 
 # -- writer processes -----------------------------------------------------------------------------------------------
-def _writer(engine_name: str, properties: dict[str, str], prefix: str, count: int, barrier: Any, queue: Any) -> None:
-    """One writer process: wait for the others, then declare ``count`` tables; report (seconds, retries, failed)."""
+def _writer(
+    engine_name: str, properties: dict[str, str], prefix: str, count: int, barrier: Any
+) -> tuple[float, int, int]:
+    """One writer process: wait for the others, then declare ``count`` tables; returns (seconds, retries, failed)."""
     engine = ENGINES[engine_name](**properties)
     engine.call("namespace_exists", ln.NamespaceExistsRequest(id=[catalog.NAMESPACE]))  # open before the start
     barrier.wait()
@@ -281,27 +283,20 @@ def _writer(engine_name: str, properties: dict[str, str], prefix: str, count: in
                 retries += 1
                 if attempt == 9:
                     failed += 1
-    queue.put((time.perf_counter() - started, retries, failed))
+    return time.perf_counter() - started, retries, failed
 
 
-def _writers(engine_name: str, properties: dict[str, str], processes: int, count: int, label: str) -> dict[str, Any]:
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(processes + 1)
-    queue = context.Queue()
-    workers = [
-        context.Process(
-            target=_writer, args=(engine_name, properties, f"{label}p{p}", count, barrier, queue), daemon=True
-        )
-        for p in range(processes)
+def _writers(
+    pool: Any, manager: Any, engine_name: str, properties: dict[str, str], processes: int, count: int, label: str
+) -> dict[str, Any]:
+    barrier = manager.Barrier(processes + 1)
+    pending = [
+        pool.apply_async(_writer, (engine_name, properties, f"{label}p{p}", count, barrier)) for p in range(processes)
     ]
-    for worker in workers:
-        worker.start()
     barrier.wait(timeout=120)
     started = time.perf_counter()
-    reports = [queue.get(timeout=600) for _ in workers]
+    reports = [result.get(timeout=600) for result in pending]
     wall = time.perf_counter() - started
-    for worker in workers:
-        worker.join(timeout=30)
     engine = ENGINES[engine_name](**properties)
     listed = set(_list_all(engine))
     expected = {f"{label}p{p}_{i}" for p in range(processes) for i in range(count)}
@@ -316,13 +311,15 @@ def _writers(engine_name: str, properties: dict[str, str], processes: int, count
 
 
 def processes() -> dict[str, Any]:
-    """4 and 8 writer processes declaring tables in one catalog (local disk and moto S3), both engines; every
-    write must land. On S3 the counting server also gives requests per write (all processes together)."""
+    """4 and 8 writer processes (of one pool of 8 spawned processes) declaring tables in one catalog (local disk
+    and moto S3), both engines; every write must land. On S3 the counting server also gives requests per write
+    (all processes together)."""
     size = 300 if QUICK else 1000
     counts = {"local": 5 if QUICK else 12, "s3": 2 if QUICK else 4}
     results: dict[str, Any] = {}
     work = Path(catalog.tempfile_dir("writers"))
-    with CountingS3Server() as server:
+    context = multiprocessing.get_context("spawn")  # lance is not fork-safe; the pool's imports are paid once
+    with CountingS3Server() as server, context.Pool(8) as pool, context.Manager() as manager:
         for storage in ("local", "s3"):
             for writers in (4, 8):
                 for name, make in ENGINES.items():
@@ -334,7 +331,9 @@ def processes() -> dict[str, Any]:
                         properties = server.properties(f"writers-{name}-{writers}")
                         build_s3(properties, make, size)
                     with server.counting() as requests:
-                        outcome = _writers(name, properties, writers, counts[storage], f"{storage}{writers}")
+                        outcome = _writers(
+                            pool, manager, name, properties, writers, counts[storage], f"{storage}{writers}"
+                        )
                     if storage == "s3":
                         outcome["requests_per_write"] = sum(requests.values()) / outcome["writes"]
                         outcome["kinds_per_write"] = {k: v / outcome["writes"] for k, v in requests.items()}
