@@ -88,6 +88,7 @@ class DirectoryNamespace(LanceNamespace):
     analyze_table_query_plan = operation(reads.analyze_table_query_plan)
     get_table_stats = operation(reads.get_table_stats)
     describe_transaction = operation(reads.describe_transaction)
+    alter_transaction = operation(reads.alter_transaction)
     list_all_tables = operation(reads.list_all_tables)
     create_table_index = operation(indices.create_table_index)
     create_table_scalar_index = operation(indices.create_table_scalar_index)

@@ -30,9 +30,11 @@ def test_default_methods_raise_unsupported(impl: LanceNamespace) -> None:
     """Ports TestLanceNamespaceInterface.test_default_methods_raise_unsupported (lance-namespace,
     test_namespace.py): an operation the directory namespace does not implement raises
     UnsupportedOperationError naming it (upstream probes list_namespaces on a mock; the directory namespace
-    implements that, so the port probes ``batch_commit_tables``, which neither implementation has)."""
-    with pytest.raises(ln.UnsupportedOperationError, match="batch_commit_tables"):
-        impl.batch_commit_tables(ln.BatchCommitTablesRequest(operations=[]))
+    implements that, so the port probes ``update_field_metadata``, which neither implementation has)."""
+    from lance_namespace_urllib3_client.models import UpdateFieldMetadataRequest
+
+    with pytest.raises(ln.UnsupportedOperationError, match="update_field_metadata"):
+        impl.update_field_metadata(UpdateFieldMetadataRequest.model_construct(id=["t"]))
 
 
 def test_register_implementation(registry: dict[str, str], class_path: str) -> None:

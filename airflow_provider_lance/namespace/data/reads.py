@@ -13,6 +13,8 @@ from typing import Any
 import lance
 import pyarrow as pa
 from lance_namespace import (
+    AlterTransactionRequest,
+    AlterTransactionResponse,
     AnalyzeTableQueryPlanRequest,
     CountTableRowsRequest,
     CountTableRowsResponse,
@@ -27,6 +29,7 @@ from lance_namespace import (
     QueryTableRequest,
     QueryTableResponse,
     TransactionNotFoundError,
+    UnsupportedOperationError,
 )
 from lance_namespace_urllib3_client.models import FragmentStats, FragmentSummary
 
@@ -187,6 +190,20 @@ def describe_transaction(catalog: Catalog, request: DescribeTransactionRequest) 
                 },
             )
     raise TransactionNotFoundError(f"Transaction not found: '{wanted}' of '{table.object_id}'")
+
+
+def alter_transaction(catalog: Catalog, request: AlterTransactionRequest) -> AlterTransactionResponse:
+    """AlterTransaction: a Lance transaction is immutable once committed (every one here has SUCCEEDED), so
+    an action that would change it is refused (Unsupported) instead of being ignored as the reference does;
+    setting the status it already has changes nothing. Answers the transaction as DescribeTransaction."""
+    described = describe_transaction(catalog, DescribeTransactionRequest(id=request.id))
+    for action in request.actions:
+        status = action.set_status_action.status if action.set_status_action is not None else None
+        if status is None or status.replace("_", "").upper() != described.status:
+            raise UnsupportedOperationError(
+                f"Committed transactions are immutable: cannot apply {action.model_dump(exclude_none=True)}"
+            )
+    return AlterTransactionResponse(status=described.status, properties=described.properties)
 
 
 def _transaction(dataset: lance.LanceDataset, version: int) -> Any:

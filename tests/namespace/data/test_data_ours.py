@@ -138,3 +138,24 @@ def test_renaming_a_root_table_hides_the_old_directory_name(make_namespace: Call
     assert call(namespace, "rename_table", id=["a"], new_table_name="b")[0] == "ok"
     assert do(namespace, "list_tables", id=[]).tables == ["b"]
     assert do(namespace, "count_table_rows", id=["b"]).count == 3
+
+
+def test_alter_transaction_refuses_to_change_a_committed_transaction(
+    make_namespace: Callable[..., LanceNamespace],
+) -> None:
+    """The reference answers AlterTransaction as DescribeTransaction and ignores the actions; a committed Lance
+    transaction cannot change, so ours refuses an action that would change it and accepts a no-op."""
+    from lance_namespace import AlterTransactionRequest, UnsupportedOperationError
+    from lance_namespace_urllib3_client.models import AlterTransactionAction
+
+    namespace = with_table(make_namespace("ours"))
+    transaction = [*TABLE, "1"]  # the version that created the table
+
+    def alter(action: dict) -> object:
+        request = AlterTransactionRequest(id=transaction, actions=[AlterTransactionAction.model_validate(action)])
+        return namespace.alter_transaction(request)
+
+    assert alter({"set_status_action": {"status": "Succeeded"}}).status == "SUCCEEDED"
+    for action in ({"set_status_action": {"status": "Canceled"}}, {"set_property_action": {"key": "k", "value": "v"}}):
+        with pytest.raises(UnsupportedOperationError):
+            alter(action)
