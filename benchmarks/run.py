@@ -563,6 +563,7 @@ def main() -> int:
         "quick": QUICK,
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "pylance": lance.__version__,
+        "date": time.strftime("%Y-%m-%d"),
     }
     sections: list[tuple[str, Callable[[], Any]]] = [
         *[(f"operations/{size}", lambda size=size: operations_at(size, base, template)) for size in SIZES],
