@@ -293,26 +293,30 @@ SCALE_REASONS: dict[str, tuple[str, str]] = {
 
 PROFILE_NOTES = """## Write-path profile (issue 15)
 
-cProfile of our engine, 40 calls each on a catalog of 1,000 + 1,000 tables on local disk (the machine was
-loaded: absolute times are ~1.5x the benchmark's, shares are what matters). Ranked by what a fix would save:
+cProfile of our engine, 40 calls each on a catalog of 1,000 + 1,000 tables on local disk (cProfile adds
+~30-50%; shares are what matters; ms per call, quiet machine, a loaded run in brackets). Ranked by what a fix
+would save:
 
-1. **MergeInsert commit of `__manifest`** — CreateNamespace / DeclareTable / RegisterTable: 10.4-12.3 ms per
-   call in `MergeInsertBuilder.execute_batches` (66-71% of CreateNamespace and DeclareTable); about the
-   reference's whole operation on its own.
-2. **RegisterTable's location check** — `tables._check_location_is_free` → `ManifestTable.children` →
-   `_select` builds a `ManifestRow` for every row (82,460 `from_arrow` calls for 40 registers): 12.9 ms of 32.5
-   ms per register (40%). A `pyarrow.compute` equality filter on `location` would cost well under 1 ms.
+1. **RegisterTable's location check** — `tables._check_location_is_free` → `ManifestTable.children` →
+   `_select` builds a `ManifestRow` for every row (82,460 `from_arrow` calls for 40 registers): 11.8 of 22.7 ms
+   per register (52%) [12.9 of 32.5]. A `pyarrow.compute` equality filter on `location` costs well under 1 ms.
+2. **MergeInsert commit of `__manifest`** — CreateNamespace / DeclareTable / RegisterTable:
+   `MergeInsertBuilder.execute_batches` 6.2 of 9.0 ms (69%) of a CreateNamespace, 7.5 of 12.6 ms of a
+   DeclareTable, 7.4 ms of a RegisterTable [10.4-12.3 ms]; on its own about the reference's whole operation
+   (5.6-5.7 ms p50 at 1,000 tables).
 3. **Cache dropped after deletes** — DropTable / DeregisterTable: `delete` commits publish no row change, so
-   the next operation re-reads `__manifest` (`to_table` 3.1-3.3 ms of 12.7-13.9 ms); the delete itself is
-   7.4-9.1 ms in pylance `Dataset.delete`.
-4. **Compaction in the write path** — `maintenance.maybe_maintain` → `compact_files`: 11.5-13.5 ms every
-   8th commit (~2 ms per write amortised); several writer processes compact the same versions at once and all
-   but one lose.
-5. **Snapshot index rebuilt per commit** — `snapshots.Snapshot.index` dict of 2,000 ids rebuilt after each
-   own commit: 0.4-0.5 ms (dict comprehension) + 0.8 ms lookup per write.
-6. **Marker and directory** — `.lance-reserved` `put_if_not_exists` ~1.0 ms, `mkdir` ~0.5 ms per declare.
-7. **Threads of one instance conflict with each other** — 4 threads: +50% S3 requests per write (11-12 → 17-18)
-   and 0.4-0.7x the 1-thread throughput (see *Threads*); a per-instance group commit would turn this into a win.
+   the next operation re-reads `__manifest` and rebuilds the id index (`Snapshot.index` 1.8-1.9 ms, of which
+   `to_table` 1.3-1.4 ms, of 5.4-5.5 ms per call) [3.1-3.3 ms `to_table` of 12.7-13.9]; the delete itself is
+   2.7-3.2 ms in pylance `Dataset.delete`.
+4. **Compaction in the write path** — `maintenance.maybe_maintain` → `compact_files` every 8th commit: 0.9-1.5
+   ms per write amortised (~7-12 ms each time); several writer processes compact the same versions at once
+   and all but one lose ('Compaction commit failed ... preempted by concurrent transaction Rewrite').
+5. **Snapshot index per commit** — `Snapshot.index` (a dict of 2,000 ids) rebuilt after each own commit and
+   the lookups: 0.8-1.2 ms per write.
+6. **Marker and directory** — `.lance-reserved` `put_if_not_exists` 0.7 ms, `mkdir` 0.3 ms per declare.
+7. **Threads of one instance conflict with each other** — 4 threads: +50% S3 requests per write (11-12 →
+   17-18) and 0.4-0.8x the 1-thread throughput (see *Threads*); a per-instance group commit would turn this
+   into a win.
 
 Reproduce: `python -m cProfile -s cumulative` over a loop of calls on a catalog from `benchmarks/catalog.py`
 (`catalog.build(root, 1000)`), as in the sections above."""
