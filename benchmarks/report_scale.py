@@ -192,11 +192,11 @@ def scale_sections(results: dict[str, Any]) -> list[str]:
 
 _INSERT = (
     "Bounded by one pylance `merge_insert` commit of `__manifest` per write (what makes a concurrent duplicate"
-    " fail): cProfile at 1,000 + 1,000 tables puts 66-71% of a DeclareTable / CreateNamespace in"
-    " `MergeInsertBuilder.execute_batches` (10-11 ms of 15-17 ms under profiling), a cost that alone is about the"
-    " reference's whole operation; then compaction amortised over 8 commits (~2 ms per write: ~12 ms every 8th"
+    " fail): cProfile at 1,000 + 1,000 tables puts 59-69% of a DeclareTable / CreateNamespace in"
+    " `MergeInsertBuilder.execute_batches` (6.2-7.5 ms of 9.0-12.6 ms under cProfile), a cost that alone is about"
+    " the reference's whole operation; then compaction amortised over 8 commits (~1-1.5 ms per write: 7-12 ms every 8th"
     " version), the snapshot index rebuilt after each commit (~0.4-1.2 ms), the `.lance-reserved` marker PUT"
-    " (~1 ms) and the directory (~0.5 ms). RegisterTable adds ~13 ms in `_check_location_is_free`, which"
+    " (~0.7 ms) and the directory (~0.3 ms). RegisterTable adds ~12 ms in `_check_location_is_free`, which"
     " materialises every row of `__manifest` as a `ManifestRow` (2,061 `from_arrow` calls per register) to"
     " compare locations.",
     "Engine (see *Write-path profile* below): check a registered location with one `pyarrow.compute` filter on"
@@ -205,8 +205,9 @@ _INSERT = (
     " manifest); compact in the background or at a higher threshold.",
 )
 _DELETE = (
-    "A delete commit publishes no row change, so the next operation re-reads all of `__manifest` (~3 ms of"
-    " `to_table` at 2,000 rows) before its own pylance `delete` (7-9 ms under profiling).",
+    "A delete commit publishes no row change, so the next operation re-reads all of `__manifest` and rebuilds"
+    " its id index (1.8-1.9 ms of a 5.4-5.5 ms call under cProfile at 2,000 rows) before its own pylance"
+    " `delete` (2.7-3.2 ms); the ratio moves around 1.0x with machine load.",
     "Engine: apply the deleted ids to the cached rows after an own delete commit (as inserts already do).",
 )
 SCALE_REASONS: dict[str, tuple[str, str]] = {
