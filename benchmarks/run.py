@@ -5,6 +5,11 @@ runs a small smoke version in about a minute and writes ``benchmarks/results/qui
 ``BENCH_ONLY=operations,poke`` runs some sections (to ``benchmarks/results/partial.json`` only; the last full
 run's ``latest.json`` and the page stay as they are), ``BENCH_SIZES=1000`` picks catalog sizes,
 ``BENCH_DIR`` keeps the catalogs in a directory of your choice.
+
+Sections: every operation at 300 and 1,000 tables (here), BatchCreateTableVersions, latency after 10,000
+writes, requests per sensor poke (here); S3 requests per write, threads, writer processes and the data plane
+(``benchmarks/scale.py``); Spark staging against Spark's Parquet writer (``benchmarks/spark_staging.py``). The
+goals and what the page says about each miss: ``benchmarks/report.py`` and ``benchmarks/report_scale.py``.
 """
 
 from __future__ import annotations
