@@ -223,6 +223,14 @@ class ManifestTable:
         """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""
         return self._select(lambda table: _descendants(table, prefix, object_type))
 
+    def table_locations(self) -> dict[str, str]:
+        """Every table row's location → object id, from the cached rows (no row objects)."""
+        table = self._rows()
+        if table is None:
+            return {}
+        tables = table.filter(pc.and_(pc.equal(table["object_type"], TABLE), pc.is_valid(table["location"])))
+        return dict(zip(tables["location"].to_pylist(), tables["object_id"].to_pylist(), strict=True))
+
     def children_of(self, parents: Iterable[str], object_type: str, delimiter: str) -> dict[str, list[ManifestRow]]:
         """For each parent id, its rows of ``object_type`` one level below (``<parent><delimiter><name>``,
         ``name`` without the delimiter), from the cached rows in one pass whatever the number of parents
@@ -264,7 +272,11 @@ class ManifestTable:
             builder.conflict_retries(self.commit_retries).execute(data)
 
         try:
-            self._commit(write, None if replacing is not None else lambda table: _concat(table, data))
+            self._commit(
+                write,
+                None if replacing is not None else lambda table: _concat(table, data),
+                appended=None if replacing is not None else data["object_id"].to_pylist(),
+            )
         except OSError as error:
             match = _MATCHED_ROW.search(str(error))
             if match:
@@ -291,28 +303,56 @@ class ManifestTable:
 
         self._commit(write, change)
 
-    def delete(self, where: str) -> int:
-        """Delete matching rows in one commit; returns how many were deleted."""
+    def delete(self, where: str, removed: Callable[[pa.Table], Any] | None = None) -> int:
+        """Delete matching rows in one commit; returns how many were deleted. ``removed``: the same rows as a
+        mask over the cached rows, so that the cache moves to the new version without a scan."""
         if self.latest() is None:
             return 0
-        result = self._commit(lambda dataset: dataset.delete(where, conflict_retries=self.commit_retries))
+
+        def change(table: pa.Table) -> pa.Table:
+            return table.filter(pc.invert(removed(table)))
+
+        result = self._commit(
+            lambda dataset: dataset.delete(where, conflict_retries=self.commit_retries),
+            change if removed is not None else None,
+        )
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
     def delete_object(self, object_id: str, object_type: str) -> int:
         """Delete one object's row; returns 1, or 0 when it was not there."""
-        return self.delete(f"object_id = {sql_string(object_id)} AND object_type = '{object_type}'")
+        return self.delete(
+            f"object_id = {sql_string(object_id)} AND object_type = '{object_type}'",
+            lambda table: pc.and_(pc.equal(table["object_id"], object_id), pc.equal(table["object_type"], object_type)),
+        )
 
     def delete_table(self, table_oid: str) -> int:
         """Delete a table row and all of its ``table_version`` rows in one commit; returns how many."""
-        return self.delete(_table_and_versions_filter(table_oid))
+        return self.delete(
+            _table_and_versions_filter(table_oid),
+            lambda table: pc.or_(
+                pc.and_(pc.equal(table["object_id"], table_oid), pc.equal(table["object_type"], TABLE)),
+                _descendants(table, table_oid + DELIMITER, TABLE_VERSION),
+            ),
+        )
 
     def delete_table_versions(self, table_oid: str, versions: Iterable[int] | None = None) -> int:
         """Delete ``table_version`` rows of a table (all of them when ``versions`` is None) in one commit."""
         if versions is None:
             prefix = sql_string(table_oid + DELIMITER)
-            return self.delete(f"starts_with(object_id, {prefix}) AND object_type = '{TABLE_VERSION}'")
-        ids = ", ".join(sql_string(f"{table_oid}{DELIMITER}{version}") for version in versions)
-        return self.delete(f"object_type = '{TABLE_VERSION}' AND object_id IN ({ids})") if ids else 0
+            return self.delete(
+                f"starts_with(object_id, {prefix}) AND object_type = '{TABLE_VERSION}'",
+                lambda table: _descendants(table, table_oid + DELIMITER, TABLE_VERSION),
+            )
+        oids = [f"{table_oid}{DELIMITER}{version}" for version in versions]
+        if not oids:
+            return 0
+        return self.delete(
+            f"object_type = '{TABLE_VERSION}' AND object_id IN ({', '.join(sql_string(oid) for oid in oids)})",
+            lambda table: pc.and_(
+                pc.is_in(table["object_id"], value_set=pa.array(oids, pa.string())),
+                pc.equal(table["object_type"], TABLE_VERSION),
+            ),
+        )
 
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
@@ -322,11 +362,13 @@ class ManifestTable:
         self,
         write: Callable[[lance.LanceDataset], _T],
         change: Callable[[pa.Table], pa.Table] | None = None,
+        appended: list[str] | None = None,
     ) -> _T:
         """The one place every ``__manifest`` write passes: ``write`` commits on a private copy of the latest
         snapshot; the result is published. A conflicting commit is retried on the new latest version.
         ``change``: how the commit changed the rows, applied to the cached rows when the commit is exactly the
-        next version (no other writer in between) instead of scanning the table again. Maintenance
+        next version (no other writer in between) instead of scanning the table again; ``appended``: the ids of
+        rows the change only appended, so that the id index grows instead of being rebuilt. Maintenance
         (compaction, clean-up of old versions) runs when a commit crosses its threshold."""
         for attempt in range(self.commit_retries + 1):
             snapshot = self._snapshot() or self._create()
@@ -347,6 +389,9 @@ class ManifestTable:
             published = Snapshot(dataset, None)
             if change is not None and snapshot.rows is not None and dataset.version == snapshot.version + 1:
                 published.rows = change(snapshot.rows)
+                if appended is not None and snapshot.positions is not None:  # rows added at the end only
+                    start = snapshot.rows.num_rows
+                    published.positions = {**snapshot.positions, **{oid: start + i for i, oid in enumerate(appended)}}
             self._publish(published)
             maintenance.maybe_maintain(published.private(), self.maintenance_policy)
             return result

@@ -12,8 +12,9 @@ Freshness (every operation sees every commit made before it started, by any proc
   ``u64::MAX - version`` sort newest first) and its e-tag: exact, one request, whatever the history.
 * memory: pylance's memory store is not fsspec's and only this instance writes it: the published snapshot is
   the latest.
-* local disk: no manifest N+1 and manifest N unchanged (same inode, mtime, size) means N is still
-  the latest: two ``stat`` calls. A catalog deleted and re-created at the same root changes manifest N. The
+* local disk: an unchanged ``_versions/`` directory (inode and mtime, once settled) means N is still the
+  latest: one ``stat``. Otherwise no manifest N+1 and manifest N unchanged (same inode, mtime, size): two
+  more. A catalog deleted and re-created at the same root changes manifest N. The
   one case this misses, an outside clean-up that removes N+1 but keeps N (only possible for a tagged N), is
   bounded: a full listing at least every ``REVALIDATE_AFTER``.
 """
@@ -39,6 +40,9 @@ from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
 
 # Local and memory stores: the longest a "no manifest N+1" answer is trusted without a full listing.
 REVALIDATE_AFTER_SECONDS = 120.0
+# A directory mtime is trusted as a "nothing changed" stamp only once it is this old: file system timestamps
+# have a coarse resolution, so a change within the same tick could leave the same mtime.
+_SETTLED_NANOS = 2_000_000_000
 COLUMNS = ["object_id", "object_type", "location", "metadata"]
 
 
@@ -49,6 +53,7 @@ class Snapshot:
 
     dataset: lance.LanceDataset
     e_tag: str | None  # of the version's manifest file; None until first checked
+    versions_stamp: tuple[int, int] | None = None  # local disk: (inode, mtime) of _versions/ when last checked
     verified_at: float = field(default_factory=time.monotonic)
     rows: pa.Table | None = None
     positions: dict[str, int] | None = None
@@ -120,10 +125,17 @@ class SnapshotStore:
         now = time.monotonic()
         if now - snapshot.verified_at > REVALIDATE_AFTER_SECONDS:
             return False
+        stamp = self._storage.directory_stamp(versions_dir(MANIFEST_DIR))  # taken before the checks
+        if stamp is not None and stamp == snapshot.versions_stamp:
+            return True  # nothing added to or removed from _versions/ since the last full check
         if self._storage.file_info(manifest_key(MANIFEST_DIR, snapshot.version + 1, V2)) is not None:
             return False
         info = self._storage.file_info(manifest_key(MANIFEST_DIR, snapshot.version, V2))
-        return info is not None and _same_file(snapshot, info.e_tag)
+        if info is None or not _same_file(snapshot, info.e_tag):
+            return False
+        if stamp is not None and time.time_ns() - stamp[1] > _SETTLED_NANOS:
+            snapshot.versions_stamp = stamp  # trusted only once settled: mtimes have a coarse resolution
+        return True
 
     def _open(self, previous: Snapshot | None) -> Snapshot | None:
         """Open the latest version: from the previous snapshot's copy (reusing pylance's cache) when the table

@@ -187,6 +187,17 @@ class Storage:
             return None
         return FileInfo(size=int(head["ContentLength"]), e_tag=head.get("ETag"), timestamp_millis=None)
 
+    def directory_stamp(self, key: str) -> tuple[int, int] | None:
+        """Local disk: (inode, mtime in ns) of the directory ``key``, which change whenever an entry is added,
+        removed or renamed in it (one ``stat``); None elsewhere or when it is missing."""
+        if self.scheme != "file":
+            return None
+        try:
+            stat = os.stat(self.path(key))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return stat.st_ino, stat.st_mtime_ns
+
     def first_entry(self, key: str) -> tuple[str, str | None] | None:
         """The first file (byte order) in the directory ``key`` as (name, e-tag), None when the directory is
         empty or missing: on S3 one request (listings are sorted: ``MaxKeys=1``), elsewhere a listing and a

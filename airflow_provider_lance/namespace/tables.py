@@ -234,7 +234,7 @@ def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterT
 def _check_location_is_free(catalog: Catalog, location: str) -> None:
     """Two tables never share bytes: the location must not be another table's, nor lie inside or around one
     (a table directory is one with ``_versions/``, or a registered location)."""
-    taken = {row.location: row.object_id for row in catalog.manifest.children("", TABLE) if row.location}
+    taken = catalog.manifest.table_locations()
     ancestors = ["/".join(location.split("/")[:depth]) for depth in range(1, location.count("/") + 1)]
     for other, oid in taken.items():
         if other == location or other in ancestors or other.startswith(location + "/"):
