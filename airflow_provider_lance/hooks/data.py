@@ -166,6 +166,20 @@ class LanceTableDataMixin:
         response = self._call("count_table_rows", request)
         return int(response if isinstance(response, int) else response_field(response, "count"))
 
+    def count_staged_rows(self, entry: Any, predicate: str | None = None) -> int:
+        """
+        Count the rows of a staged, not yet committed version (staged with ``audit=True``): the audit of
+        write-audit-publish before the commit. Nothing becomes visible.
+
+        :param entry: A staged ``CreateTableVersionEntry`` (model or dict).
+        :param predicate: SQL filter.
+        """
+        from airflow_provider_lance.staging import staged_dataset
+
+        _, props = self.get_namespace_config()
+        options = {key.removeprefix("storage."): value for key, value in props.items() if key.startswith("storage.")}
+        return staged_dataset(self.namespace, entry, storage_options=options).count_rows(predicate)
+
     def query_table(
         self,
         table_id: TableId,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -123,6 +124,43 @@ class LanceBaseOperator(BaseOperator):
             outcome.error = err
         except ln.LanceNamespaceError as err:
             raise self._fail(message, err) from None
+
+    def _staged_entries(self, entries: Any, entries_file: str | None) -> list[Any]:
+        """
+        Staged version entries from ``entries`` (a list, ``{"entries": [...]}`` or its JSON text, e.g. an
+        upstream XCom) or else from ``entries_file`` (what a Spark job leaves behind).
+
+        :param entries: The entries parameter.
+        :param entries_file: Local path, ``file://`` or fsspec URI of an entries document.
+        """
+        if isinstance(entries, str):
+            entries = json.loads(entries) if entries.strip() else None
+        if entries is None and entries_file:
+            entries = self._read_entries_file(entries_file)
+        if isinstance(entries, dict):
+            entries = entries.get("entries")
+        if not isinstance(entries, list) or not entries:
+            raise AirflowFailException("No table version entries given")
+        return entries
+
+    def _read_entries_file(self, path: str) -> list[Any]:
+        """
+        Read the entries document at ``path`` (local path, ``file://`` or fsspec URI).
+
+        :param path: Where the document is.
+        """
+        import lance_namespace as ln
+
+        from airflow_provider_lance.staging import read_entries
+
+        try:
+            return read_entries(path, parse_entry=self.hook.to_version_entry)
+        except FileNotFoundError:
+            raise AirflowFailException(f"Entries file {path} does not exist") from None
+        except json.JSONDecodeError as err:
+            raise AirflowFailException(f"Entries file {path} is not valid JSON: {err}") from None
+        except ln.InvalidInputError as err:
+            raise AirflowFailException(f"Entries file {path} is not an entries document: {err}") from None
 
     def _touched(self, tables: list[TouchedTable], lifecycle: str | None) -> None:
         """

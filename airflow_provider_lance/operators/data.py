@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -31,34 +32,62 @@ class _LanceTablesOperator(LanceBaseOperator):
 
 class LanceTableCheckOperator(_LanceTablesOperator):
     """
-    Check tables through the namespace (``CountTableRows``): the audit step of write-audit-publish.
+    Check tables: the audit step of write-audit-publish.
 
     For every table: at least ``min_rows`` rows, and no row matching any of ``forbidden`` (SQL predicates
     such as ``"score < 0"`` or ``"id IS NULL"``). The task fails (no retry) naming each failed check.
+    With ``tables`` the committed tables are checked (``CountTableRows`` through the namespace); with
+    ``entries``/``entries_file`` the **staged, not yet committed** versions are (staged with ``audit=True``,
+    e.g. ``LanceSparkStagingOperator(audit=True)``): stage → check → commit, nothing visible before the check.
 
     :param tables: Tables to check (dotted names). (templated)
+    :param entries: Staged entries to check instead (list, ``{"entries": [...]}`` or its JSON). (templated)
+    :param entries_file: Path or URI of an entries document to check instead. (templated)
     :param min_rows: Fewest rows each table must have. (templated)
     :param forbidden: SQL predicates no row may match. (templated)
     :param lance_conn_id: Connection id of the namespace. (templated)
     """
 
-    template_fields: Sequence[str] = ("tables", "min_rows", "forbidden", "lance_conn_id")
+    template_fields: Sequence[str] = ("tables", "entries", "entries_file", "min_rows", "forbidden", "lance_conn_id")
 
     def __init__(
-        self, *, tables: Sequence[Any], min_rows: int | str = 1, forbidden: Sequence[str] = (), **kwargs: Any
+        self,
+        *,
+        tables: Sequence[Any] = (),
+        entries: Any = None,
+        entries_file: str | None = None,
+        min_rows: int | str = 1,
+        forbidden: Sequence[str] = (),
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if not tables and entries is None and entries_file is None:
+            raise ValueError("Give tables to check, or the staged entries / entries_file")
         self.tables = tables
+        self.entries = entries
+        self.entries_file = entries_file
         self.min_rows = min_rows
         self.forbidden = forbidden
 
+    def _counters(self) -> list[tuple[str, Callable[[str | None], int]]]:
+        """(table name, count of rows matching a predicate) for every table or staged entry checked."""
+        if self.entries is None and self.entries_file is None:
+            return [
+                (format_identifier(ident), functools.partial(self.hook.count_table_rows, ident))
+                for ident in self._tables(self.tables)
+            ]
+        entries = [self.hook.to_version_entry(e) for e in self._staged_entries(self.entries, self.entries_file)]
+        return [
+            (f"{format_identifier(e.id)} (staged v{e.version})", functools.partial(self.hook.count_staged_rows, e))
+            for e in entries
+        ]
+
     def execute(self, context: Context) -> dict[str, Any]:
         failures, result = [], {}
-        for ident in self._tables(self.tables):
-            name = format_identifier(ident)
+        for name, count in self._counters():
             with self._namespace_errors(f"Cannot check table {name}"):
-                rows = self.hook.count_table_rows(ident)
-                matches = {p: self.hook.count_table_rows(ident, predicate=p) for p in self.forbidden}
+                rows = count(None)
+                matches = {p: count(p) for p in self.forbidden}
             result[name] = {"rows": rows, "forbidden": matches}
             if rows < int(self.min_rows):
                 failures.append(f"{name} has {rows} rows, fewer than min_rows={self.min_rows}")

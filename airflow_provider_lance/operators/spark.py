@@ -44,6 +44,8 @@ class LanceSparkStagingOperator(SparkSubmitOperator):
     :param entries_file: Where the job writes the entries document (path or fsspec URI). (templated)
     :param mode: ``append`` or ``overwrite``. (templated)
     :param run_id: The pipeline run identity; default ``<dag_id>/<run_id>``. (templated)
+    :param audit: Keep the staged data readable before the commit, for ``LanceTableCheckOperator(entries_file=...)``
+        (write-audit-publish; tables that have a version already).
     :param lance_conn_id: The Lance connection. (templated)
     :param kwargs: ``SparkSubmitOperator`` arguments (``conn_id``, ``conf``, ``env_vars`` ...).
     """
@@ -65,6 +67,7 @@ class LanceSparkStagingOperator(SparkSubmitOperator):
         entries_file: str,
         mode: str = "append",
         run_id: str = "{{ dag.dag_id }}/{{ run_id }}",
+        audit: bool = False,
         lance_conn_id: str = LanceHook.default_conn_name,
         **kwargs: Any,
     ) -> None:
@@ -75,11 +78,14 @@ class LanceSparkStagingOperator(SparkSubmitOperator):
         self.entries_file = entries_file
         self.mode = mode
         self.run_id = run_id
+        self.audit = audit
         self.lance_conn_id = lance_conn_id
 
     def job_arguments(self) -> list[str]:
         """Return the job's command-line arguments (nothing secret: tables, mode, entries file, run id)."""
         args = ["--mode", str(self.mode), "--entries-out", str(self.entries_file), "--run-id", str(self.run_id)]
+        if self.audit:
+            args.append("--audit")
         for table, spec in self.tables.items():
             args += ["--table", f"{table}={spec}"]
         return [*(self.application_args or []), *args]

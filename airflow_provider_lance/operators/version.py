@@ -147,35 +147,7 @@ class LanceBatchCreateTableVersionsOperator(LanceCommitOperator):
 
     def _load_entries(self) -> list[Any]:
         """Return the entries to commit, from ``entries`` or else ``entries_file``."""
-        entries: Any = self.entries
-        if isinstance(entries, str):
-            entries = json.loads(entries) if entries.strip() else None
-        if entries is None and self.entries_file:
-            entries = self._read_entries_file(self.entries_file)
-        if isinstance(entries, dict):
-            entries = entries.get("entries")
-        if not isinstance(entries, list) or not entries:
-            raise AirflowFailException("No table version entries to commit")
-        return entries
-
-    def _read_entries_file(self, path: str) -> list[Any]:
-        """
-        Read the entries document at ``path`` (local path, ``file://`` or fsspec URI).
-
-        :param path: Where the document is.
-        """
-        import lance_namespace as ln
-
-        from airflow_provider_lance.staging import read_entries
-
-        try:
-            return read_entries(path, parse_entry=self.hook.to_version_entry)
-        except FileNotFoundError:
-            raise AirflowFailException(f"Entries file {path} does not exist") from None
-        except json.JSONDecodeError as err:
-            raise AirflowFailException(f"Entries file {path} is not valid JSON: {err}") from None
-        except ln.InvalidInputError as err:
-            raise AirflowFailException(f"Entries file {path} is not an entries document: {err}") from None
+        return self._staged_entries(self.entries, self.entries_file)
 
     def execute(self, context: Context) -> dict[str, Any]:
         run_key, run_id = run_key_from_context(context), run_identity(context)

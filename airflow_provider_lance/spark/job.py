@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--entries-out", required=True, help="where to write the entries JSON document")
     parser.add_argument("--no-create-parents", action="store_true", help="do not create missing namespaces")
     parser.add_argument("--run-id", default=None, help="the pipeline run (dag_id/run_id), for idempotent reruns")
+    parser.add_argument(
+        "--audit", action="store_true", help="keep the staged data readable before the commit (write-audit-publish)"
+    )
     return parser
 
 
@@ -204,6 +207,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
             mode=args.mode,
             storage_options=storage_options,
             create_parents=not args.no_create_parents,
+            audit=args.audit,
         )
         if frames
         else []

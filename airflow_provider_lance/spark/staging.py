@@ -209,12 +209,13 @@ class _PendingWrite:
             for row in self.df.mapInArrow(self.writer, RESULT_SCHEMA).collect()
         ]
 
-    def stage(self, staging: StagingNamespace, reported: list[tuple[str, int]]) -> StagedDataFrame:
-        """Stage the new version made of the written fragments (on the driver; commits nothing)."""
+    def stage(self, staging: StagingNamespace, reported: list[tuple[str, int]], audit: bool = False) -> StagedDataFrame:
+        """Stage the new version made of the written fragments (on the driver; commits nothing). ``audit``: keep
+        the staged content readable before the commit (``staging.staged_dataset``)."""
         fragments = [text for text, _ in reported]
         metadata = [fragment_from_json(text) for text in fragments]
         entry = stage_fragments(
-            staging.inner, self.target, metadata, mode=self.mode, schema=self.schema, staging=staging
+            staging.inner, self.target, metadata, mode=self.mode, schema=self.schema, staging=staging, audit=audit
         )
         return StagedDataFrame(
             entry=entry,
@@ -277,6 +278,7 @@ def stage_dataframes(
     storage_options: Mapping[str, str] | None = None,
     create_parents: bool = True,
     max_rows_per_file: int = 1024 * 1024,
+    audit: bool = False,
 ) -> list[StagedDataFrame]:
     """Stage one new version for each of several tables; commit nothing.
 
@@ -291,6 +293,8 @@ def stage_dataframes(
     :param storage_options: storage options for the tables' files.
     :param create_parents: create missing parent namespaces of new tables.
     :param max_rows_per_file: the largest number of rows in one data file.
+    :param audit: keep each staged content readable before the commit (write-audit-publish; tables with a
+        version only).
     :return: one result per table, in order.
     """
     pairs = list(tables.items()) if isinstance(tables, Mapping) else list(tables)
@@ -311,7 +315,8 @@ def stage_dataframes(
         )
         for table, df in pairs
     ]
-    return [write.stage(staging, reported) for write, reported in zip(pending, _run_concurrently(pending), strict=True)]
+    results = zip(pending, _run_concurrently(pending), strict=True)
+    return [write.stage(staging, reported, audit=audit) for write, reported in results]
 
 
 def _run_concurrently(pending: Sequence[_PendingWrite]) -> list[list[tuple[str, int]]]:

@@ -41,6 +41,7 @@ from airflow_provider_lance.staging.entries import (
 from airflow_provider_lance.staging.namespace import StagingNamespace, table_id_key
 from airflow_provider_lance.staging.runs import RUN_ID_METADATA, committed_by_run, committed_entry
 from airflow_provider_lance.staging.stage import (
+    AUDIT_VERSION_METADATA,
     StageMode,
     StagingTarget,
     fragment_from_json,
@@ -50,9 +51,11 @@ from airflow_provider_lance.staging.stage import (
     stage_data,
     stage_fragments,
     stage_restore,
+    staged_dataset,
 )
 
 __all__ = [
+    "AUDIT_VERSION_METADATA",
     "ENTRIES_KEY",
     "RUN_ID_METADATA",
     "EntryParser",
@@ -73,6 +76,7 @@ __all__ = [
     "stage_data",
     "stage_fragments",
     "stage_restore",
+    "staged_dataset",
     "table_id_key",
     "write_entries",
 ]

@@ -90,6 +90,17 @@ class StagingNamespace(LanceNamespace):
         """
         return self._entries[table_id_key(table_id)]
 
+    def annotate(self, table_id: Sequence[str], metadata: dict[str, str]) -> ln.CreateTableVersionEntry:
+        """Add ``metadata`` to the entry staged for ``table_id`` (it is committed with the version).
+
+        :param table_id: the table identifier.
+        :param metadata: the keys to add.
+        """
+        key = table_id_key(table_id)
+        entry = self._entries[key]
+        self._entries[key] = entry.model_copy(update={"metadata": {**(entry.metadata or {}), **metadata}})
+        return self._entries[key]
+
     def ensure_not_staged(self, table_id: Sequence[str]) -> None:
         """Refuse to stage a second version of a table, before any file is written.
 

@@ -14,6 +14,7 @@ import lance.fragment
 import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
+from airflow_provider_lance.staging.entries import entries_from_json
 from airflow_provider_lance.staging.namespace import StagingNamespace, _field, table_id_key
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Entry metadata: the detached version that holds the staged content (staging with audit=True).
+AUDIT_VERSION_METADATA = "lance_audit_version"
 StageMode = Literal["append", "overwrite"]
 
 
@@ -140,6 +143,7 @@ def stage_data(
     storage_options: Mapping[str, str] | None = None,
     staging: StagingNamespace | None = None,
     create_parents: bool = False,
+    audit: bool = False,
     **write_options: Any,
 ) -> ln.CreateTableVersionEntry:
     """Write ``data`` into a table with pylance and stage the new version without committing it.
@@ -154,6 +158,7 @@ def stage_data(
     :param staging: the staging wrapper to record into (to stage several tables together); by default a
         new one.
     :param create_parents: create missing parent namespaces of a new table.
+    :param audit: also make the staged content readable before the commit (see :func:`staged_dataset`).
     :param write_options: further keyword arguments for ``lance.write_dataset``.
     :return: the staged entry.
     """
@@ -167,7 +172,9 @@ def stage_data(
     # No version yet: pylance creates the dataset; "overwrite" goes through describe_table, not declare_table.
     write_mode = mode if target.exists else "overwrite"
     with withdrawn_on_failure(staging.inner, target):
-        lance.write_dataset(
+        if audit:
+            _check_auditable(target)
+        written = lance.write_dataset(
             data,
             namespace_client=staging,
             table_id=target.table_id,
@@ -175,6 +182,9 @@ def stage_data(
             storage_options=target.storage_options or None,
             **write_options,
         )
+    if audit:
+        transaction = written.read_transaction(written.version)
+        return _add_audit_version(staging, target, transaction.operation)
     return staging.entry_for(target.table_id)
 
 
@@ -200,6 +210,7 @@ def stage_fragments(
     mode: StageMode = "append",
     schema: pa.Schema | None = None,
     staging: StagingNamespace | None = None,
+    audit: bool = False,
 ) -> ln.CreateTableVersionEntry:
     """Stage a new version made of fragments that were already written (by Spark executors, for example).
 
@@ -212,12 +223,15 @@ def stage_fragments(
     :param mode: ``append`` or ``overwrite``.
     :param schema: the Arrow schema of the fragments; required to overwrite or create.
     :param staging: the staging wrapper to record into; a new one otherwise.
+    :param audit: also make the staged content readable before the commit (see :func:`staged_dataset`).
     :return: the staged entry.
     """
     if mode not in ("append", "overwrite"):
         raise ln.InvalidInputError(f"Unknown staging mode {mode!r}: expected 'append' or 'overwrite'")
     staging = staging if staging is not None else StagingNamespace(namespace)
     staging.ensure_not_staged(target.table_id)
+    if audit:
+        _check_auditable(target)
     fragments = [fragment_from_json(f) if isinstance(f, str | dict) else f for f in fragments]
     if mode == "append" and target.exists:
         operation = lance.LanceOperation.Append(fragments)
@@ -225,7 +239,8 @@ def stage_fragments(
         if schema is None:
             raise ln.InvalidInputError("A schema is required to overwrite or create a table")
         operation = lance.LanceOperation.Overwrite(schema, fragments)
-    return _stage_operation(staging, target, operation)
+    entry = _stage_operation(staging, target, operation)
+    return _add_audit_version(staging, target, operation) if audit else entry
 
 
 def stage_restore(
@@ -250,6 +265,53 @@ def stage_restore(
     staging.ensure_not_staged(table_id)
     target = prepare_target(staging.inner, table_id, create=False, storage_options=storage_options)
     return _stage_operation(staging, target, lance.LanceOperation.Restore(int(version)))
+
+
+def _add_audit_version(
+    staging: StagingNamespace, target: StagingTarget, operation: lance.LanceOperation.BaseOperation
+) -> ln.CreateTableVersionEntry:
+    """Commit the staged operation once more as a *detached* version (readable by its number, never the latest,
+    invisible to every reader that does not ask for it) and record that number in the entry's metadata, so
+    that the staged content can be audited before the real commit."""
+    detached = lance.LanceDataset.commit(
+        target.location,
+        operation,
+        read_version=target.read_version,
+        detached=True,
+        storage_options=target.storage_options or None,
+    )
+    return staging.annotate(target.table_id, {AUDIT_VERSION_METADATA: str(detached.version)})
+
+
+def _check_auditable(target: StagingTarget) -> None:
+    """Lance cannot detach the first version of a table: a new table is audited after its commit."""
+    if not target.exists:
+        raise ln.InvalidInputError(
+            f"Table {'.'.join(target.table_id)} has no version yet: its first version cannot be audited before the "
+            "commit (Lance has no detached first version); audit it after the commit instead"
+        )
+
+
+def staged_dataset(
+    namespace: LanceNamespace,
+    entry: ln.CreateTableVersionEntry | Mapping[str, Any],
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> lance.LanceDataset:
+    """The content of a staged entry, before it is committed (write-audit-publish): the detached version that
+    staging with ``audit=True`` recorded. Nothing becomes visible.
+
+    :param namespace: the namespace the entry will be committed to.
+    :param entry: a staged entry (model or dict).
+    :param storage_options: storage options for the table's files.
+    :raises lance_namespace.InvalidInputError: when the entry was staged without ``audit=True``.
+    """
+    (parsed,) = entries_from_json([entry])
+    version = (parsed.metadata or {}).get(AUDIT_VERSION_METADATA)
+    if version is None:
+        raise ln.InvalidInputError(f"Entry of {'.'.join(parsed.id)} was staged without audit=True: nothing to read")
+    target = prepare_target(namespace, parsed.id, create=False, storage_options=storage_options)
+    return lance.dataset(target.location, version=int(version), storage_options=target.storage_options or None)
 
 
 def _stage_operation(

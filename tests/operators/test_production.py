@@ -149,3 +149,30 @@ def test_check_tag_rollback_optimize(set_conn, engine_impl):
     optimized = LanceOptimizeTableOperator(task_id="opt", tables=["c.x", "c.missing"]).execute(make_context())
     assert [r["table_id"] for r in optimized["tables"]] == [["c", "x"]]
     assert hook.count_table_rows("c.x") == before["x"]
+
+
+def test_write_audit_publish_checks_staged_data_before_the_commit(set_conn, engine_impl):
+    """Stage with audit=True → check the staged versions → commit: a failed check leaves every table as it was,
+    and nothing staged is visible before the commit."""
+    import pyarrow as pa
+
+    from airflow_provider_lance.staging import StagingNamespace, stage_data
+
+    hook = _two_tables(set_conn, engine_impl, TVM)
+    before = {t: hook.count_table_rows(f"c.{t}") for t in ("x", "y")}
+    staging = StagingNamespace(hook.namespace)
+    entries = [
+        stage_data(hook.namespace, ["c", t], pa.table({"x": [7, -1]}), staging=staging, audit=True).model_dump(
+            exclude_none=True
+        )
+        for t in ("x", "y")
+    ]
+    check = LanceTableCheckOperator(task_id="audit", entries=entries, min_rows=1, forbidden=["x < 0"])
+    with pytest.raises(AirflowFailException, match=r"c\.x \(staged v2\) has 1 rows matching 'x < 0'"):
+        check.execute(make_context())
+    assert {t: hook.count_table_rows(f"c.{t}") for t in ("x", "y")} == before  # nothing visible
+
+    ok = LanceTableCheckOperator(task_id="audit", entries=entries, forbidden=["x > 100"]).execute(make_context())
+    assert ok["c.y (staged v2)"] == {"rows": before["y"] + 2, "forbidden": {"x > 100": 0}}
+    _commit(entries).execute(make_context("commit"))
+    assert {t: hook.count_table_rows(f"c.{t}") for t in ("x", "y")} == {t: n + 2 for t, n in before.items()}

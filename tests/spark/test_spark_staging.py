@@ -97,3 +97,22 @@ def test_failure_midway_commits_nothing(spark, namespace: ln.LanceNamespace) -> 
         assert lance.dataset(location).count_rows() == 1
         assert lance.dataset(namespace_client=namespace, table_id=[name]).version == 1
     assert latest_version(namespace, ["c"]) == 0  # declared, never given a version
+
+
+def test_audited_staging_is_readable_before_the_commit(spark, namespace: ln.LanceNamespace, commit) -> None:
+    """stage_dataframes(audit=True): the staged content of an existing table can be checked before the commit,
+    while readers still see the committed version."""
+    from airflow_provider_lance.staging import staged_dataset
+
+    namespace.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    lance.write_dataset(
+        pa.table({"id": pa.array(range(5), pa.int64()), "name": [f"u{i}" for i in range(5)]}),
+        namespace_client=namespace,
+        table_id=["prod", "events"],
+        mode="create",
+    )
+    (staged,) = stage_dataframes(namespace, {"prod.events": demo(spark, 100, 5)}, mode="append", audit=True)
+    assert staged_dataset(namespace, staged.entry).count_rows() == 105
+    assert lance.dataset(namespace_client=namespace, table_id=["prod", "events"]).count_rows() == 5
+    commit(namespace, [staged.entry])
+    assert lance.dataset(namespace_client=namespace, table_id=["prod", "events"]).count_rows() == 105

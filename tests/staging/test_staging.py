@@ -147,3 +147,23 @@ def test_a_failed_first_write_leaves_no_declared_table(tmp_path) -> None:
         st.stage_data(ns, ["fresh"], pa.table({"x": [1]}), bogus_option=True)
     assert ns.list_tables(ln.ListTablesRequest(id=[])).tables == []
     assert not (tmp_path / "fresh.lance").exists()
+
+
+def test_staged_content_is_readable_before_the_commit(tmp_path) -> None:
+    """Write-audit-publish: staging with audit=True keeps the staged content readable (a detached version)
+    while every reader still sees the committed version; the commit then publishes exactly that content."""
+    from airflow_provider_lance.namespace import DirectoryNamespace
+
+    ns = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["p"]))
+    lance.write_dataset(pa.table({"x": [1, 2]}), namespace_client=ns, table_id=["p", "t"], mode="create")
+    staging = st.StagingNamespace(ns)
+    entry = st.stage_data(ns, ["p", "t"], pa.table({"x": [3, -1]}), staging=staging, audit=True)
+    staged = st.staged_dataset(ns, entry)
+    assert staged.count_rows() == 4 and staged.count_rows("x < 0") == 1
+    assert lance.dataset(namespace_client=ns, table_id=["p", "t"]).count_rows() == 2  # nothing visible yet
+    st.commit_entries(ns, staging.entries)
+    assert lance.dataset(namespace_client=ns, table_id=["p", "t"]).count_rows() == 4
+    with pytest.raises(ln.InvalidInputError, match="first version"):
+        st.stage_data(ns, ["p", "new"], pa.table({"x": [1]}), audit=True)
+    assert ns.list_tables(ln.ListTablesRequest(id=["p"])).tables == ["t"]  # the declaration is taken back
