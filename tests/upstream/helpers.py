@@ -7,6 +7,7 @@ from typing import Any
 
 import lance_namespace as ln
 import pyarrow as pa
+import pytest
 from lance_namespace import LanceNamespace
 
 
@@ -64,3 +65,11 @@ def namespace_exists(ns: LanceNamespace, namespace_id: list[str]) -> bool:
     except ln.NamespaceNotFoundError:
         return False
     return True
+
+
+# RegisterTable locations both implementations refuse, with the reference's phrase for each.
+REFUSED_LOCATIONS = [
+    pytest.param("s3://bucket/table.lance", "Absolute URIs are not allowed", id="absolute_uri"),
+    pytest.param("/tmp/table.lance", "Absolute paths are not allowed", id="absolute_path"),
+    pytest.param("../outside/table.lance", "Path traversal is not allowed", id="path_traversal"),
+]

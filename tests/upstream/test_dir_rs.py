@@ -16,7 +16,15 @@ import pyarrow as pa
 import pytest
 from lance_namespace import LanceNamespace
 
-from tests.upstream.helpers import create_namespaces, create_table, id_name, namespace_exists, table_exists, tables_of
+from tests.upstream.helpers import (
+    REFUSED_LOCATIONS,
+    create_namespaces,
+    create_table,
+    id_name,
+    namespace_exists,
+    table_exists,
+    tables_of,
+)
 
 
 def rows() -> pa.Table:
@@ -298,26 +306,7 @@ def test_register_without_manifest_fails(make: Callable[..., LanceNamespace]) ->
         ns.register_table(ln.RegisterTableRequest(id=["test_table"], location="test_table.lance"))
 
 
-@pytest.mark.parametrize(
-    ("location", "phrase"),
-    [
-        pytest.param(
-            "s3://bucket/table.lance",
-            "Absolute URIs are not allowed",
-            id="absolute_uri",
-        ),
-        pytest.param(
-            "/tmp/table.lance",
-            "Absolute paths are not allowed",
-            id="absolute_path",
-        ),
-        pytest.param(
-            "../outside/table.lance",
-            "Path traversal is not allowed",
-            id="path_traversal",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("location", "phrase"), REFUSED_LOCATIONS)
 def test_register_table_rejects(impl: LanceNamespace, location: str, phrase: str) -> None:
     """Ports test_register_table_rejects_absolute_uri, _absolute_path and _path_traversal (lancedb/lance,
     rust/lance-namespace-impls/src/dir.rs): a root-level table id, InvalidInput with the phrase."""

@@ -21,7 +21,15 @@ import pyarrow as pa
 import pytest
 from lance_namespace import LanceNamespace
 
-from tests.upstream.helpers import create_namespaces, create_table, ipc, people, table_exists, tables_of
+from tests.upstream.helpers import (
+    REFUSED_LOCATIONS,
+    create_namespaces,
+    create_table,
+    ipc,
+    people,
+    table_exists,
+    tables_of,
+)
 
 
 # -- TestCreateTable ----------------------------------------------------------------------------------------
@@ -148,26 +156,7 @@ def test_register_table(impl: LanceNamespace, root: Path) -> None:
     assert described.location.endswith("/workspace/physical_table.lance")
 
 
-@pytest.mark.parametrize(
-    ("location", "phrase"),
-    [
-        pytest.param(
-            "s3://bucket/table.lance",
-            "Absolute URIs are not allowed",
-            id="absolute_uri",
-        ),
-        pytest.param(
-            "/tmp/table.lance",
-            "Absolute paths are not allowed",
-            id="absolute_path",
-        ),
-        pytest.param(
-            "../outside/table.lance",
-            "Path traversal is not allowed",
-            id="path_traversal",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("location", "phrase"), REFUSED_LOCATIONS)
 def test_register_table_rejects(impl: LanceNamespace, location: str, phrase: str) -> None:
     """Ports TestTableOperations.test_register_table_rejects_absolute_uri, _absolute_path and
     _path_traversal (lance-format/lance, test_namespace_dir.py)."""
