@@ -44,6 +44,8 @@ def same(namespaces: dict[str, LanceNamespace], method: str, **fields: Any) -> t
         if isinstance(value, dict):
             value.pop("transaction_id", None)
             value.get("properties", {}).pop("uuid", None)  # DescribeTransaction: random too
+            for tag in value.get("tags", {}).values():  # a manifest's size varies with its timestamp's varint
+                tag.pop("manifest_size", None)
         results.append((status, value))
     assert results[0] == results[1], method
     return results[0]
