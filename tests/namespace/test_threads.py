@@ -16,6 +16,7 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 
 THREADS = 8
 OPERATIONS = 25
+WRITERS = 3
 
 
 def _run(threads: int, work: Callable[[int], None]) -> list[BaseException]:
@@ -57,7 +58,11 @@ def test_catalog_operations_from_many_threads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("managed", [False, True], ids=["unmanaged", "managed"])
 def test_pylance_writers_in_many_threads_through_one_instance(tmp_path: Path, managed: bool) -> None:
-    """pylance calls back into the instance from its own threads while other threads use it too."""
+    """pylance calls back into the instance from its own threads while other threads use it too.
+
+    Fewer writer threads than pylance's CPU pool: a callback blocks the pool thread that makes
+    it while the namespace's own pylance calls need that pool, so as many simultaneous writers as pool threads
+    can wait on each other (seen once under heavy load; docs/engine.md)."""
     ns = DirectoryNamespace(root=str(tmp_path), table_version_management=str(managed).lower())
     ns.create_namespace(ln.CreateNamespaceRequest(id=["w"]))
 
@@ -67,7 +72,7 @@ def test_pylance_writers_in_many_threads_through_one_instance(tmp_path: Path, ma
         for _ in range(3):
             lance.write_dataset(pa.table({"n": [index]}), namespace_client=ns, table_id=table_id, mode="append")
 
-    assert _run(4, work) == []
-    for index in range(4):
+    assert _run(WRITERS, work) == []
+    for index in range(WRITERS):
         dataset = lance.dataset(namespace_client=ns, table_id=["w", f"t{index}"])
         assert (dataset.version, dataset.count_rows()) == (4, 4)
