@@ -27,7 +27,7 @@ def check_root(root: str, storage_options: dict[str, str]) -> str | None:
     """
     import fsspec
 
-    from airflow_provider_lance.namespace.storage import s3fs_arguments
+    from airflow_provider_lance.namespace.s3 import s3fs_arguments
 
     protocol = root.split("://", 1)[0] if "://" in root else "file"
     kwargs = s3fs_arguments(storage_options) if protocol in ("s3", "s3a") else {}

@@ -174,7 +174,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     """
     from pyspark.sql import SparkSession
 
-    from airflow_provider_lance.namespace.storage import s3fs_arguments
+    from airflow_provider_lance.namespace.s3 import s3fs_arguments
     from airflow_provider_lance.spark.staging import parse_table_id, stage_dataframes
     from airflow_provider_lance.staging import RUN_ID_METADATA, committed_by_run, committed_entry, write_entries
 

@@ -10,7 +10,8 @@ import pytest
 from lance_namespace_urllib3_client.models.version_range import VersionRange
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from airflow_provider_lance.namespace.storage import Storage, s3fs_arguments
+from airflow_provider_lance.namespace.s3 import s3fs_arguments
+from airflow_provider_lance.namespace.storage import Storage
 from tests.fault_storage import count_rows, rows, stage, visible_version
 
 pytestmark = pytest.mark.s3
