@@ -20,7 +20,7 @@ import lance_namespace as ln
 import pyarrow as pa
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from airflow_provider_lance.namespace.manifest import SCHEMA
+from airflow_provider_lance.namespace.manifest_rows import SCHEMA
 
 __all__ = ["SCHEMA", "build", "copy", "install_data", "make_template", "stage"]
 

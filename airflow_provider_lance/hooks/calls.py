@@ -54,9 +54,7 @@ def as_model(obj: Any, model_cls: type) -> Any:
     try:
         return model_cls.model_validate(obj)  # type: ignore[attr-defined]
     except ValueError as err:  # pydantic.ValidationError
-        raise AirflowException(
-            f"The Lance namespace answered with an invalid {model_cls.__name__}: {err}"
-        ) from None
+        raise AirflowException(f"The Lance namespace answered with an invalid {model_cls.__name__}: {err}") from None
 
 
 def response_field(obj: Any, name: str, default: Any = None) -> Any:

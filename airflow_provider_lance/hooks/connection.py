@@ -70,9 +70,7 @@ def _storage_options(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:
         try:
             storage_options = json.loads(storage_options)
         except ValueError as err:
-            raise AirflowException(
-                f"Connection {conn_id!r}: extra 'storage_options' must be a JSON object"
-            ) from err
+            raise AirflowException(f"Connection {conn_id!r}: extra 'storage_options' must be a JSON object") from err
     if not isinstance(storage_options, dict):
         raise AirflowException(f"Connection {conn_id!r}: extra 'storage_options' must be a dict")
     return storage_options

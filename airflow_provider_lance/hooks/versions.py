@@ -150,7 +150,6 @@ class LanceTableVersionsMixin:
         response = as_model(self._call("batch_delete_table_versions", request), ln.BatchDeleteTableVersionsResponse)
         return int(response_field(response, "deleted_count") or 0)
 
-
     def check_table_version(
         self,
         table_id: str | Sequence[str],

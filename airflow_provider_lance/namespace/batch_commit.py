@@ -54,13 +54,8 @@ from airflow_provider_lance.namespace.commit import (
     version_conflict,
     version_rows_to_insert,
 )
-from airflow_provider_lance.namespace.manifest import (
-    TABLE,
-    TABLE_VERSION_MANAGEMENT_KEY,
-    DuplicateObjectError,
-    ManifestRow,
-    sql_string,
-)
+from airflow_provider_lance.namespace.manifest import DuplicateObjectError
+from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow, sql_string
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
     naming_scheme,

@@ -19,13 +19,8 @@ from lance_namespace import NamespaceNotFoundError, TableNotFoundError, Unsuppor
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.config import NamespaceConfig
-from airflow_provider_lance.namespace.manifest import (
-    NAMESPACE,
-    TABLE,
-    TABLE_VERSION_MANAGEMENT_KEY,
-    ManifestRow,
-    ManifestTable,
-)
+from airflow_provider_lance.namespace.manifest import ManifestTable
+from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow
 from airflow_provider_lance.namespace.storage import Storage
 
 # Markers (seed 000): only their existence matters; the reference writes these 8 bytes.

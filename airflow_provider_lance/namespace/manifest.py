@@ -1,50 +1,42 @@
 """The ``__manifest`` table (seed 000, V2): a Lance table with one row per namespace, table and table version.
 
-Reads scan the latest version; writes are pylance merge-inserts keyed on ``object_id`` (primary-key dedup
-makes concurrent inserts of one id fail for all but one writer). The table is created on the first write,
-never by a read, so read-only credentials can list and describe.
+Reads scan the latest version. Inserts check their ids against the version they commit on top of and commit
+as exactly its next version (fragments.py): of concurrent inserts of one id, one wins and the others find it on
+their retry. Replacements are pylance merge-inserts keyed on ``object_id``; deletes are pylance deletes. The
+table is created on the first write, never by a read, so read-only credentials can list and describe.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
+from lance.commit import CommitConflictError
+from lance.fragment import FragmentMetadata
 from lance_namespace import ConcurrentModificationError
 
-from airflow_provider_lance.namespace import feature_flags, maintenance
+from airflow_provider_lance.namespace import feature_flags, fragments, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
+from airflow_provider_lance.namespace.manifest_rows import (
+    SCHEMA,
+    TABLE,
+    TABLE_VERSION,
+    ManifestRow,
+    rows_table,
+    sql_string,
+)
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
-
-NAMESPACE = "namespace"
-TABLE = "table"
-TABLE_VERSION = "table_version"
-
-PRIMARY_KEY_METADATA = {b"lance-schema:unenforced-primary-key:position": b"0"}
-SCHEMA = pa.schema(
-    [
-        pa.field("object_id", pa.string(), nullable=False, metadata=PRIMARY_KEY_METADATA),
-        pa.field("object_type", pa.string(), nullable=False),
-        pa.field("location", pa.string()),
-        pa.field("metadata", pa.string()),
-        pa.field("base_objects", pa.list_(pa.field("object_id", pa.string()))),
-    ]
-)
-
-# Table metadata key by which the spec turns table version management on for a catalog.
-TABLE_VERSION_MANAGEMENT_KEY = "table_version_management"
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
@@ -57,34 +49,6 @@ class DuplicateObjectError(Exception):
     def __init__(self, object_id: str | None) -> None:
         super().__init__(object_id)
         self.object_id = object_id
-
-
-@dataclass(frozen=True)
-class ManifestRow:
-    object_id: str
-    object_type: str
-    location: str | None = None
-    metadata: dict[str, Any] | None = None
-
-    def to_arrow(self) -> dict[str, Any]:
-        return {
-            "object_id": self.object_id,
-            "object_type": self.object_type,
-            "location": self.location,
-            # compact JSON like the reference; null when there is nothing
-            "metadata": json.dumps(self.metadata, separators=(",", ":")) if self.metadata else None,
-            "base_objects": None,
-        }
-
-    @classmethod
-    def from_arrow(cls, row: Mapping[str, Any]) -> ManifestRow:
-        raw = row.get("metadata")
-        return cls(row["object_id"], row["object_type"], row.get("location"), json.loads(raw) if raw else None)
-
-
-def sql_string(value: str) -> str:
-    """A SQL string literal for a Lance filter."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 def _table_and_versions_filter(table_oid: str) -> str:
@@ -115,6 +79,7 @@ class ManifestTable:
     ) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self.storage_options = storage.options
+        self._storage = storage
         self.commit_retries = commit_retries
         self.maintenance_policy = maintenance_policy or MaintenancePolicy()
         self._snapshots = SnapshotStore(storage, storage.options)
@@ -263,20 +228,46 @@ class ManifestTable:
     def insert(self, rows: list[ManifestRow], replacing: str | None = None) -> None:
         """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists.
         ``replacing``: a filter of rows deleted in the same commit (a rename: new ids in, old ids out)."""
-        data = _arrow(rows)
+        data = rows_table(rows)
+        if replacing is not None:
+            self._merge_insert(data, replacing)
+            return
+        ids = data["object_id"].to_pylist()
+        duplicate = next((oid for oid, count in Counter(ids).items() if count > 1), None)
+        if duplicate is not None:
+            raise DuplicateObjectError(duplicate)
+        written: list[FragmentMetadata] = []
 
-        def write(dataset: lance.LanceDataset) -> None:
-            builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
-            if replacing is not None:
-                builder = builder.when_not_matched_by_source_delete(replacing)
-            builder.conflict_retries(self.commit_retries).execute(data)
+        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+            if written and fragments.holds(dataset, written):
+                return dataset, None  # an earlier attempt landed though its commit reported a conflict
+            # the ids are checked against exactly the version the commit goes on top of (see fragments.py)
+            _, positions = snapshot.index()
+            existing = next((oid for oid in ids if oid in positions), None)
+            if existing is not None:
+                raise DuplicateObjectError(existing)
+            if not written:
+                written.extend(fragments.write_rows(dataset, data, self.storage_options or None))
+            return fragments.commit_append(dataset, written, self.storage_options or None), None
 
         try:
-            self._commit(
-                write,
-                None if replacing is not None else lambda table: _concat(table, data),
-                appended=None if replacing is not None else data["object_id"].to_pylist(),
-            )
+            self._commit(write, lambda table: _concat(table, data), appended=ids)
+        except (DuplicateObjectError, ConcurrentModificationError):
+            # every attempt was checked: no version holds the data file, so nothing will read it
+            for path in fragments.data_file_paths(written):
+                self._storage.delete(f"{MANIFEST_DIR}/data/{path}")
+            raise
+
+    def _merge_insert(self, data: pa.Table, replacing: str) -> None:
+        """Insert ``data`` and delete the rows matching ``replacing`` in one pylance merge-insert commit."""
+
+        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+            builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
+            builder.when_not_matched_by_source_delete(replacing).conflict_retries(self.commit_retries).execute(data)
+            return dataset, None
+
+        try:
+            self._commit(write)
         except OSError as error:
             match = _MATCHED_ROW.search(str(error))
             if match:
@@ -290,13 +281,14 @@ class ManifestTable:
 
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
-        data = _arrow(rows)
+        data = rows_table(rows)
         replaced = data["object_id"].combine_chunks()
 
-        def write(dataset: lance.LanceDataset) -> None:
+        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
             dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all().conflict_retries(
                 self.commit_retries
             ).execute(data)
+            return dataset, None
 
         def change(table: pa.Table) -> pa.Table:
             return _concat(table.filter(pc.invert(pc.is_in(table["object_id"], replaced))), data)
@@ -312,10 +304,10 @@ class ManifestTable:
         def change(table: pa.Table) -> pa.Table:
             return table.filter(pc.invert(removed(table)))
 
-        result = self._commit(
-            lambda dataset: dataset.delete(where, conflict_retries=self.commit_retries),
-            change if removed is not None else None,
-        )
+        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
+            return dataset, dataset.delete(where, conflict_retries=self.commit_retries)
+
+        result = self._commit(write, change if removed is not None else None)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
     def delete_object(self, object_id: str, object_type: str) -> int:
@@ -356,16 +348,17 @@ class ManifestTable:
 
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
-        self._commit(lambda dataset: dataset.update_metadata(values), lambda table: table)
+        self._commit(lambda snapshot, dataset: (dataset, dataset.update_metadata(values)), lambda table: table)
 
     def _commit(
         self,
-        write: Callable[[lance.LanceDataset], _T],
+        write: Callable[[Snapshot, lance.LanceDataset], tuple[lance.LanceDataset, _T]],
         change: Callable[[pa.Table], pa.Table] | None = None,
         appended: list[str] | None = None,
     ) -> _T:
         """The one place every ``__manifest`` write passes: ``write`` commits on a private copy of the latest
-        snapshot; the result is published. A conflicting commit is retried on the new latest version.
+        snapshot and returns the committed dataset (and its result), which is published. A conflicting commit
+        is retried on the new latest version.
         ``change``: how the commit changed the rows, applied to the cached rows when the commit is exactly the
         next version (no other writer in between) instead of scanning the table again; ``appended``: the ids of
         rows the change only appended, so that the id index grows instead of being rebuilt. Maintenance
@@ -373,9 +366,8 @@ class ManifestTable:
         for attempt in range(self.commit_retries + 1):
             snapshot = self._snapshot() or self._create()
             feature_flags.check_writable(snapshot.dataset.metadata)
-            dataset = snapshot.private()
             try:
-                result = write(dataset)
+                dataset, result = write(snapshot, snapshot.private())
             except (OSError, ValueError, RuntimeError) as error:
                 self._scope.snapshot = None  # the next read must see the winning writer's rows
                 if not _is_commit_conflict(error):
@@ -398,12 +390,10 @@ class ManifestTable:
         raise AssertionError("unreachable")
 
 
-def _arrow(rows: list[ManifestRow]) -> pa.Table:
-    return pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
-
-
 def _is_commit_conflict(error: BaseException) -> bool:
     """Whether a Lance commit failed only because another writer committed first (safe to re-apply)."""
+    if isinstance(error, CommitConflictError):
+        return True
     text = str(error).lower()
     return any(marker in text for marker in _CONFLICT_MARKERS)
 

@@ -23,7 +23,8 @@ from lance_namespace import (
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog
-from airflow_provider_lance.namespace.manifest import NAMESPACE, DuplicateObjectError, ManifestRow
+from airflow_provider_lance.namespace.manifest import DuplicateObjectError
+from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, ManifestRow
 
 # CreateNamespace modes ("existok" is the spelling of older clients) and DropNamespace modes and behaviors.
 CREATE = "create"

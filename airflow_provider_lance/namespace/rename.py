@@ -19,7 +19,8 @@ from lance_namespace import (
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import versions
 from airflow_provider_lance.namespace.catalog import DEREGISTERED_MARKER, MARKER_CONTENT, Catalog
-from airflow_provider_lance.namespace.manifest import TABLE, TABLE_VERSION, DuplicateObjectError, ManifestRow
+from airflow_provider_lance.namespace.manifest import DuplicateObjectError
+from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION, ManifestRow
 
 
 def rename_table(catalog: Catalog, request: RenameTableRequest) -> RenameTableResponse:

@@ -209,9 +209,7 @@ class Storage:
         from fsspec.asyn import sync
 
         bucket, _, prefix = self.fs._strip_protocol(self.path(key)).rstrip("/").partition("/")
-        listed = sync(
-            self.fs.loop, self.fs._call_s3, "list_objects_v2", Bucket=bucket, Prefix=prefix + "/", MaxKeys=1
-        )
+        listed = sync(self.fs.loop, self.fs._call_s3, "list_objects_v2", Bucket=bucket, Prefix=prefix + "/", MaxKeys=1)
         contents = listed.get("Contents") or []
         return (contents[0]["Key"].rpartition("/")[2], contents[0].get("ETag")) if contents else None
 

@@ -48,7 +48,8 @@ from airflow_provider_lance.namespace.catalog import (
 )
 from airflow_provider_lance.namespace.data.datasets import open_dataset
 from airflow_provider_lance.namespace.data.schema import to_json_schema
-from airflow_provider_lance.namespace.manifest import TABLE, DuplicateObjectError, ManifestRow
+from airflow_provider_lance.namespace.manifest import DuplicateObjectError
+from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow
 
 
 def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTableResponse:
@@ -132,9 +133,7 @@ def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesRespo
     if catalog.config.dir_listing_enabled and not parts:
         names.update(_v1_table_names(catalog, names))
     if request.include_declared is False:
-        names = {
-            name for name in names if versions.has_manifests(catalog, catalog.find_table([*parts, name], False))
-        }
+        names = {name for name in names if versions.has_manifests(catalog, catalog.find_table([*parts, name], False))}
     page, token = ids.paginate(names, request.page_token, request.limit)
     return ListTablesResponse(tables=page, page_token=token)
 
@@ -258,9 +257,7 @@ def deregister_table(catalog: Catalog, request: DeregisterTableRequest) -> Dereg
             catalog.storage.put_if_not_exists(marker, MARKER_CONTENT)
     elif not catalog.storage.put_if_not_exists(marker, MARKER_CONTENT):
         raise TableNotFoundError(f"Table not found: '{table.object_id}' (deregistered concurrently)")
-    return DeregisterTableResponse(
-        id=parts, location=catalog.storage.uri(table.location), properties=table.properties
-    )
+    return DeregisterTableResponse(id=parts, location=catalog.storage.uri(table.location), properties=table.properties)
 
 
 def drop_table(catalog: Catalog, request: DropTableRequest) -> DropTableResponse:

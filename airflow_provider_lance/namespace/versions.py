@@ -30,7 +30,7 @@ from lance_namespace import (
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
-from airflow_provider_lance.namespace.manifest import TABLE_VERSION, ManifestRow
+from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow
 
 MAIN_BRANCH = "main"
 MAX_VERSIONS_PER_DELETE = 1_000_000

@@ -53,4 +53,3 @@ def test_removed_aliases_are_not_the_engine(set_conn):
     set_conn(extra={"impl": "default"})
     with pytest.raises(AirflowException, match="Cannot build Lance namespace 'default'"):
         LanceHook().get_conn()
-

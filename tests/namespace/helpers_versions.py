@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.identifiers import manifest_name
-from airflow_provider_lance.namespace.manifest import TABLE_VERSION
+from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION
 from airflow_provider_lance.staging import StagingNamespace, stage_data
 
 VERSION_METADATA_KEYS = {"manifest_path", "manifest_size", "e_tag", "naming_scheme", "timestamp_millis"}

@@ -17,7 +17,7 @@ import lance
 import lance_namespace as ln
 import pytest
 
-from airflow_provider_lance.namespace.manifest import NAMESPACE, TABLE
+from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE
 from tests.namespace.helpers_versions import (
     adopt_template,
     build_template,

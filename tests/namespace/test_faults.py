@@ -27,7 +27,7 @@ import pytest
 from lance_namespace_urllib3_client.models.version_range import VersionRange
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from airflow_provider_lance.namespace.manifest import sql_string
+from airflow_provider_lance.namespace.manifest_rows import sql_string
 from tests.fault_storage import FaultInjector, count_rows, rows, stage, visible_version
 
 MANAGED = {"table_version_management": "true"}

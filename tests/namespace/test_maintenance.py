@@ -51,9 +51,7 @@ def _fragments(root: Path) -> int:
     return len(lance.dataset(str(root / "__manifest")).get_fragments())
 
 
-def test_compaction_keeps_all_rows_and_reduces_fragments(
-    tmp_path: Path, no_auto_maintenance: dict[str, str]
-) -> None:
+def test_compaction_keeps_all_rows_and_reduces_fragments(tmp_path: Path, no_auto_maintenance: dict[str, str]) -> None:
     ns = _catalog(tmp_path, 12, **no_auto_maintenance)
     before_rows, before_fragments = _rows(tmp_path), _fragments(tmp_path)
     assert before_fragments > 10

@@ -10,7 +10,7 @@ import lance_namespace as ln
 import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from airflow_provider_lance.namespace.manifest import sql_string
+from airflow_provider_lance.namespace.manifest_rows import sql_string
 from tests.fault_storage import rows, visible_version
 from tests.s3 import race_workers
 from tests.s3.conftest import MotoServer

@@ -37,7 +37,7 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.data.access import locate, pylance_errors, read_dataset, table_dataset
-from airflow_provider_lance.namespace.manifest import TABLE
+from airflow_provider_lance.namespace.manifest_rows import TABLE
 
 # A fragment with fewer rows than this is "small" (compaction would merge it): lance's default
 # ``target_rows_per_fragment`` of compaction.

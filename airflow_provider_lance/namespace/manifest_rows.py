@@ -1,0 +1,61 @@
+"""The rows of ``__manifest`` (seed 000, V2): its Arrow schema, object types, and one row as Python sees it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+NAMESPACE = "namespace"
+TABLE = "table"
+TABLE_VERSION = "table_version"
+
+PRIMARY_KEY_METADATA = {b"lance-schema:unenforced-primary-key:position": b"0"}
+SCHEMA = pa.schema(
+    [
+        pa.field("object_id", pa.string(), nullable=False, metadata=PRIMARY_KEY_METADATA),
+        pa.field("object_type", pa.string(), nullable=False),
+        pa.field("location", pa.string()),
+        pa.field("metadata", pa.string()),
+        pa.field("base_objects", pa.list_(pa.field("object_id", pa.string()))),
+    ]
+)
+
+# Table metadata key by which the spec turns table version management on for a catalog.
+TABLE_VERSION_MANAGEMENT_KEY = "table_version_management"
+
+
+@dataclass(frozen=True)
+class ManifestRow:
+    object_id: str
+    object_type: str
+    location: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    def to_arrow(self) -> dict[str, Any]:
+        return {
+            "object_id": self.object_id,
+            "object_type": self.object_type,
+            "location": self.location,
+            # compact JSON like the reference; null when there is nothing
+            "metadata": json.dumps(self.metadata, separators=(",", ":")) if self.metadata else None,
+            "base_objects": None,
+        }
+
+    @classmethod
+    def from_arrow(cls, row: Mapping[str, Any]) -> ManifestRow:
+        raw = row.get("metadata")
+        return cls(row["object_id"], row["object_type"], row.get("location"), json.loads(raw) if raw else None)
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal for a Lance filter."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def rows_table(rows: list[ManifestRow]) -> pa.Table:
+    """Rows as an Arrow table in :data:`SCHEMA`."""
+    return pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)

@@ -1,0 +1,145 @@
+"""The guarded append of ``__manifest`` inserts (fragments.py): a commit on top of version N fails when anything
+was committed after N, new fragments never reuse an id, a commit that landed but reported a conflict is
+recognised as one's own, and data files no version took are removed."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import lance
+import lance_namespace as ln
+import pyarrow as pa
+import pytest
+from lance.commit import CommitConflictError
+from lance.namespace import DirectoryNamespace as ReferenceNamespace
+
+from airflow_provider_lance.namespace import DirectoryNamespace, fragments
+from airflow_provider_lance.namespace.manifest import DuplicateObjectError
+from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, ManifestRow, rows_table
+
+ROW_SCHEMA = pa.schema([pa.field("id", pa.string())])
+
+
+def _dataset(root: Path) -> lance.LanceDataset:
+    return lance.write_dataset(pa.table({"id": ["a", "b"]}, schema=ROW_SCHEMA), str(root / "t"))
+
+
+def _append(dataset: lance.LanceDataset, value: str) -> lance.LanceDataset:
+    written = fragments.write_rows(dataset, pa.table({"id": [value]}, schema=ROW_SCHEMA), None)
+    return fragments.commit_append(dataset, written, None)
+
+
+@pytest.mark.parametrize(
+    "concurrent",
+    [
+        pytest.param(lambda ds: _append(ds, "x"), id="another guarded append"),
+        pytest.param(
+            lambda ds: lance.write_dataset(pa.table({"id": ["x"]}, schema=ROW_SCHEMA), ds.uri, mode="append"),
+            id="a plain append",
+        ),
+        pytest.param(lambda ds: copy.copy(ds).delete("id = 'a'"), id="a delete"),
+        pytest.param(lambda ds: copy.copy(ds).optimize.compact_files(), id="a compaction"),
+        pytest.param(
+            lambda ds: lance.write_dataset(pa.table({"id": ["z"]}, schema=ROW_SCHEMA), ds.uri, mode="overwrite"),
+            id="an overwrite",
+        ),
+    ],
+)
+def test_a_commit_after_the_read_version_fails_instead_of_rebasing(tmp_path: Path, concurrent) -> None:
+    base = _dataset(tmp_path)
+    _append(base, "first")  # two fragments: compaction has something to do
+    base = lance.dataset(base.uri)
+    concurrent(base)
+    latest = lance.dataset(base.uri)
+
+    with pytest.raises(CommitConflictError):
+        _append(base, "late")
+
+    assert lance.dataset(base.uri).version == latest.version
+    assert "late" not in lance.dataset(base.uri).to_table()["id"].to_pylist()
+
+
+def test_new_fragments_never_reuse_an_id(tmp_path: Path) -> None:
+    dataset = _append(_append(_dataset(tmp_path), "c"), "d")
+    assert [f.fragment_id for f in dataset.get_fragments()] == [0, 1, 2]
+    dataset.delete("id = 'd'")  # fragment 2 goes away entirely
+    dataset = lance.dataset(dataset.uri)
+    assert fragments.max_fragment_id(dataset) == 2
+
+    dataset = _append(dataset, "e")
+
+    assert [f.fragment_id for f in dataset.get_fragments()] == [0, 1, 3]
+    assert sorted(dataset.to_table()["id"].to_pylist()) == ["a", "b", "c", "e"]
+
+
+def test_an_insert_whose_commit_landed_but_reported_a_conflict_is_not_a_duplicate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = DirectoryNamespace(root=str(tmp_path))
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    commit = fragments.commit_append
+    calls = []
+
+    def lost_acknowledgement(dataset, written, options):
+        calls.append(1)
+        committed = commit(dataset, written, options)
+        if len(calls) == 1:
+            raise CommitConflictError("commit conflict (the acknowledgement was lost)")
+        return committed
+
+    monkeypatch.setattr(fragments, "commit_append", lost_acknowledgement)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["b"]))
+
+    assert len(calls) == 1  # the retry found its own data file in the latest version and did not commit again
+    assert sorted(ns.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces) == ["a", "b"]
+    ids = lance.dataset(str(tmp_path / "__manifest")).to_table()["object_id"].to_pylist()
+    assert sorted(ids) == ["a", "b"]
+
+
+def test_data_files_of_an_insert_that_lost_the_race_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = DirectoryNamespace(root=str(tmp_path))
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    manifest = ns.manifest
+    data_dir = tmp_path / "__manifest" / "data"
+    files_before = set(data_dir.iterdir())
+    commit = fragments.commit_append
+
+    def another_writer_first(dataset, written, options):
+        # the same id lands first, from the reference: our commit conflicts, the retry finds the duplicate
+        ReferenceNamespace(root=str(tmp_path)).create_namespace(ln.CreateNamespaceRequest(id=["b"]))
+        return commit(dataset, written, options)
+
+    monkeypatch.setattr(fragments, "commit_append", another_writer_first)
+    with manifest.operation(), pytest.raises(DuplicateObjectError):
+        manifest.latest()  # the operation's snapshot: before the other writer's commit
+        manifest.insert([ManifestRow("b", NAMESPACE)])
+
+    referenced = {
+        data_file.path
+        for fragment in lance.dataset(str(tmp_path / "__manifest")).get_fragments()
+        for data_file in fragment.metadata.files
+    }
+    new_files = {path.name for path in set(data_dir.iterdir()) - files_before}
+    assert new_files == new_files & referenced  # the loser's file is gone; the winner's is referenced
+
+
+def test_the_reference_reads_a_catalog_written_by_guarded_appends(tmp_path: Path) -> None:
+    ns = DirectoryNamespace(root=str(tmp_path))
+    for name in ("a", "b", "c"):
+        ns.create_namespace(ln.CreateNamespaceRequest(id=[name]))
+        ns.declare_table(ln.DeclareTableRequest(id=[name, "t"]))
+    ns.drop_table(ln.DropTableRequest(id=["b", "t"]))
+
+    reference = ReferenceNamespace(root=str(tmp_path))
+    assert sorted(reference.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces) == ["a", "b", "c"]
+    assert reference.list_tables(ln.ListTablesRequest(id=["a"])).tables == ["t"]
+    assert reference.list_tables(ln.ListTablesRequest(id=["b"])).tables == []
+    reference.create_namespace(ln.CreateNamespaceRequest(id=["d"]))  # its copy-on-write rewrite over ours
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["e"]))
+    assert sorted(ns.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces) == ["a", "b", "c", "d", "e"]
+    schema = lance.dataset(str(tmp_path / "__manifest")).schema
+    assert schema.field("object_id").metadata == rows_table([]).schema.field("object_id").metadata
+    assert not schema.field("object_id").nullable
