@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The engine's rows cache of remote catalogs (and anything else under the cache home) stays out of the user's
+# home: one directory per test session, inherited by the processes the tests start.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="lance-provider-tests-cache-")
 # py4j logs at INFO from __del__ while the interpreter shuts down, after pytest has closed its streams.
 logging.getLogger("py4j").setLevel(logging.WARNING)
 

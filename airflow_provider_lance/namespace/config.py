@@ -10,6 +10,7 @@ from typing import Any
 
 from lance_namespace import InvalidInputError
 
+from airflow_provider_lance.namespace import rows_cache
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
 
 STORAGE_PREFIX = "storage."
@@ -68,6 +69,15 @@ def normalize_root(root: Any) -> str:
     return "file://" + uri_path(os.path.abspath(os.path.expanduser(root)))
 
 
+def _cache_dir(value: Any) -> str | None:
+    """The ``manifest_cache_dir`` property: absent = the default directory, empty = no cache."""
+    if value is None:
+        return rows_cache.default_directory()
+    if not isinstance(value, str):
+        raise InvalidInputError(f"Invalid property 'manifest_cache_dir': expected a string, got {value!r}")
+    return os.path.expanduser(value) if value.strip() else None
+
+
 @dataclass(frozen=True)
 class MaintenancePolicy:
     """When ``__manifest`` maintains itself after a commit (see maintenance.py): every ``check_every``-th
@@ -109,6 +119,8 @@ class NamespaceConfig:
     # Credentials in DescribeTable/DeclareTable responses only when asked for (property and request).
     credential_vending: bool = False
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
+    # Where processes of this machine share the rows of remote catalogs (rows_cache.py); None turns it off.
+    manifest_cache_dir: str | None = None
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
 
     @classmethod
@@ -143,6 +155,7 @@ class NamespaceConfig:
                 "credential_vending_enabled", properties.get("credential_vending_enabled"), False
             ),
             maintenance=MaintenancePolicy.from_properties(properties),
+            manifest_cache_dir=_cache_dir(properties.get("manifest_cache_dir")),
             storage_options=storage,
         )
         if not (config.manifest_enabled or config.dir_listing_enabled):

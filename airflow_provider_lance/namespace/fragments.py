@@ -17,6 +17,8 @@ import lance
 import pyarrow as pa
 from lance.fragment import FragmentMetadata, write_fragments
 
+from airflow_provider_lance.namespace.storage import Storage
+
 # Lance manifest protobuf (``lance.table.Manifest``): field 11 is ``max_fragment_id``, the highest fragment id
 # the table ever used. pylance does not expose it, and a reused id could fall under an index's fragment bitmap.
 _MAX_FRAGMENT_ID_FIELD = 11
@@ -53,9 +55,32 @@ def commit_append(
     )
 
 
+def commit_rewrite(
+    dataset: lance.LanceDataset, fragments: list[FragmentMetadata], storage_options: dict[str, str] | None
+) -> lance.LanceDataset:
+    """Replace every fragment of ``dataset``'s version by ``fragments`` (its rows rewritten) as exactly the next
+    version: a copy-on-write compaction, the reference's own way of writing. An Overwrite fails on any
+    concurrent commit, where a Lance *Rewrite* (``compact_files``) would fail on every guarded append that
+    commits during its much longer read-and-rewrite. Scalar indices of the table (the reference builds them)
+    are dropped, as the reference's rewrite does before building new ones."""
+    return lance.LanceDataset.commit(
+        dataset,
+        lance.LanceOperation.Overwrite(dataset.schema, fragments),
+        read_version=dataset.version,
+        max_retries=0,
+        storage_options=storage_options,
+    )
+
+
 def data_file_paths(fragments: list[FragmentMetadata]) -> list[str]:
     """The data files (relative to the table's ``data/``) that ``fragments`` wrote."""
     return [data_file.path for fragment in fragments for data_file in fragment.files]
+
+
+def delete_files(storage: Storage, table: str, fragments: list[FragmentMetadata]) -> None:
+    """Delete the data files ``fragments`` wrote into ``table`` (once no version can reference them)."""
+    for path in data_file_paths(fragments):
+        storage.delete(f"{table}/data/{path}")
 
 
 def holds(dataset: lance.LanceDataset, fragments: list[FragmentMetadata]) -> bool:

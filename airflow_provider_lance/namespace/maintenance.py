@@ -4,10 +4,10 @@ Every catalog write is one Lance commit that adds a fragment (a data file), ofte
 transaction file and a manifest version. Left alone, reads slow down with the number of fragments and every
 ``checkout_latest`` lists an ever longer ``_versions/``. Two Lance operations undo that:
 
-* **compaction** (``dataset.optimize.compact_files``) rewrites small fragments into one and materialises
-  deletions. It is an ordinary Lance commit (a *Rewrite*): readers of older versions keep reading the files
-  those versions name, and a concurrent writer either commits first or rebases; a compaction that loses the
-  race is skipped (nothing is lost, it is retried at the next threshold);
+* **compaction** (``ManifestTable.compact``) rewrites every row into one data file and materialises
+  deletions, as one copy-on-write commit taken in turn with the instance's writers: readers of older versions
+  keep reading the files those versions name, and a concurrent writer of another process either commits first
+  (the compaction retries on its version) or retries on the compacted one;
 * **clean-up** (``cleanup_old_versions``) deletes manifests, transactions and data files that only old
   versions use. It never removes the latest version, nor any version that was still the latest within the
   time window (``DEFAULT_KEEP``, 10 minutes; see :func:`removable_versions`), so a running reader keeps the
@@ -30,13 +30,20 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+import pyarrow as pa
+
+from airflow_provider_lance.namespace import fragments
 from airflow_provider_lance.namespace.config import MaintenancePolicy
+from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
+from airflow_provider_lance.namespace.storage import Storage
 
 if TYPE_CHECKING:
     import lance
+    from lance.fragment import FragmentMetadata
 
 log = logging.getLogger(__name__)
 
@@ -48,23 +55,39 @@ _LOCK = threading.Lock()
 _RUNNING: set[str] = set()  # manifest URIs being maintained by this process
 
 
-def _fragments(dataset: lance.LanceDataset) -> int:
-    return len(dataset.get_fragments())
+def compact(manifest: _Manifest) -> dict[str, int]:
+    """Rewrite every row of ``__manifest`` into one data file, as one commit taken in turn with the instance's
+    writers (see ``fragments.commit_rewrite``); returns the fragments before and after."""
+    attempts: list[list[FragmentMetadata]] = []
+    scanned: list[pa.Table] = []
 
+    def write(snapshot: Any, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, int]:
+        if attempts and fragments.holds(dataset, attempts[-1]):
+            return dataset, len(attempts[-1])  # the last attempt landed though its commit reported a conflict
+        before = len(dataset.get_fragments())
+        scanned[:] = [dataset.to_table()]
+        attempts.append(fragments.write_rows(dataset, scanned[0], manifest.storage_options or None))
+        return fragments.commit_rewrite(dataset, attempts[-1], manifest.storage_options or None), before
 
-def _compact(dataset: lance.LanceDataset, result: dict[str, Any]) -> None:
-    before = _fragments(dataset)
-    result["fragments_before"] = before
     try:
-        metrics = dataset.optimize.compact_files()
-    except (OSError, ValueError, RuntimeError) as error:  # lost a race with a writer: skip, retry next time
+        before = manifest.commit(write, lambda table: scanned[0].select(table.column_names), maintain=False)
+    finally:
+        for refused in attempts[:-1]:  # each lost to a conflict (the next attempt did not find it landed)
+            fragments.delete_files(manifest.storage, MANIFEST_DIR, refused)
+    return {"fragments_before": before, "fragments_after": len(attempts[-1]) if attempts else before}
+
+
+def _compact(manifest: _Manifest, result: dict[str, Any]) -> None:
+    try:
+        outcome = compact(manifest)
+    except Exception as error:  # lost every race with writers: skip, retried at the next threshold
         result["compaction_skipped"] = f"{type(error).__name__}: {error}"
         log.info("__manifest compaction skipped: %s", error)
         return
-    result["fragments_removed"] = metrics.fragments_removed
-    result["fragments_added"] = metrics.fragments_added
-    result["fragments_after"] = _fragments(dataset)
-    result["compacted"] = metrics.fragments_removed > 0
+    result.update(outcome)
+    result["fragments_removed"] = outcome["fragments_before"]
+    result["fragments_added"] = outcome["fragments_after"]
+    result["compacted"] = outcome["fragments_before"] > outcome["fragments_after"]
 
 
 def removable_versions(dataset: lance.LanceDataset, keep: timedelta) -> list[int]:
@@ -99,7 +122,7 @@ def _cleanup(dataset: lance.LanceDataset, keep: timedelta, result: dict[str, Any
 
 
 def run(
-    dataset: lance.LanceDataset,
+    manifest: _Manifest,
     *,
     compact: bool = True,
     cleanup: bool = True,
@@ -107,48 +130,52 @@ def run(
     min_fragments: int = 2,
 ) -> dict[str, Any]:
     """Compact (when the table has at least ``min_fragments`` fragments) and clean up versions older than
-    ``keep`` on ``dataset`` (checked out at the latest version first); returns what was done."""
+    ``keep`` on ``manifest``'s latest version; returns what was done."""
     if cleanup and keep < REVALIDATE_AFTER:
         raise ValueError(
             f"The clean-up window must be at least {REVALIDATE_AFTER} (readers rely on recent versions staying "
             "in place)"
         )
     started = time.perf_counter()
-    dataset.checkout_latest()
+    dataset = manifest.latest()
+    if dataset is None:
+        return {"skipped": "the catalog has no __manifest yet", "compacted": False, "versions_removed": 0}
     result: dict[str, Any] = {"version_before": dataset.version, "compacted": False, "versions_removed": 0}
-    if compact and _fragments(dataset) >= max(min_fragments, 2):
-        _compact(dataset, result)
+    fragments = len(dataset.get_fragments())
+    if compact and fragments >= max(min_fragments, 2):
+        _compact(manifest, result)
     elif compact:
-        result["fragments_before"] = result["fragments_after"] = _fragments(dataset)
+        result["fragments_before"] = result["fragments_after"] = fragments
     if cleanup:
-        _cleanup(dataset, keep, result)
-    result["version_after"] = dataset.version
+        latest = copy.copy(manifest.latest())  # a private copy: the published dataset is never mutated
+        _cleanup(latest, keep, result)
+    result["version_after"] = manifest.latest().version
     result["seconds"] = round(time.perf_counter() - started, 4)
     return result
 
 
-def maybe_maintain(dataset: lance.LanceDataset, policy: MaintenancePolicy) -> dict[str, Any] | None:
+def maybe_maintain(manifest: _Manifest, version: int, policy: MaintenancePolicy) -> dict[str, Any] | None:
     """The automatic trigger, called after every ``__manifest`` commit. Compaction is checked on every
     ``policy.check_every``-th version (each read and each merge-insert scans every fragment: ~2 requests per
     fragment); clean-up runs on every ``policy.cleanup_every``-th (``checkout_latest`` lists ``_versions/``,
     so its cost grows with the versions). Costs one in-memory version check otherwise; never raises (a write
     has succeeded)."""
     try:
-        version = dataset.version
         compact = policy.check_every > 0 and version % policy.check_every == 0
         cleanup = policy.cleanup_every > 0 and version % policy.cleanup_every == 0
         if not (compact or cleanup):
             return None
-        uri = dataset.uri
+        uri = manifest.uri
         with _LOCK:
             if uri in _RUNNING:
                 return None
             _RUNNING.add(uri)
         try:
-            compact = compact and _fragments(dataset) > policy.fragment_threshold
+            latest = manifest.latest()
+            compact = compact and latest is not None and len(latest.get_fragments()) > policy.fragment_threshold
             if not (compact or cleanup):
                 return None
-            result = run(dataset, compact=compact, cleanup=cleanup, keep=policy.keep)
+            result = run(manifest, compact=compact, cleanup=cleanup, keep=policy.keep)
         finally:
             with _LOCK:
                 _RUNNING.discard(uri)
@@ -167,7 +194,13 @@ class _ManifestOwner(Protocol):
 
 
 class _Manifest(Protocol):
+    uri: str
+    storage: Storage
+    storage_options: dict[str, str]
+
     def latest(self) -> lance.LanceDataset | None: ...
+
+    def commit(self, write: Callable[..., Any], change: Callable[..., Any] | None, *, maintain: bool) -> Any: ...
 
 
 def maintain_manifest(
@@ -190,8 +223,4 @@ def maintain_manifest(
         ``bytes_removed``, ``version_before/after``, ``seconds``, and ``*_skipped`` reasons; ``{"skipped":
         ...}`` when the catalog has no ``__manifest`` yet.
     """
-    dataset = namespace.manifest.latest()
-    if dataset is None:
-        return {"skipped": "the catalog has no __manifest yet", "compacted": False, "versions_removed": 0}
-    # a private copy: the manifest's dataset is shared by readers and must never be mutated
-    return run(copy.copy(dataset), compact=compact, cleanup=cleanup, keep=older_than, min_fragments=min_fragments)
+    return run(namespace.manifest, compact=compact, cleanup=cleanup, keep=older_than, min_fragments=min_fragments)

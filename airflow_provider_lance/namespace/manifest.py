@@ -32,14 +32,18 @@ from airflow_provider_lance.namespace.manifest_rows import (
     TABLE,
     TABLE_VERSION,
     ManifestRow,
+    descendants,
     rows_table,
     sql_string,
+    table_and_versions_filter,
 )
-from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
+from airflow_provider_lance.namespace.rows_cache import RowsCache
+from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore, append_rows, fragment_keys
 from airflow_provider_lance.namespace.storage import Storage
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
+_TURN_TIMEOUT_SECONDS = 2.0
 _MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?:[^"\\]|\\.)*)"')
 
 
@@ -49,14 +53,6 @@ class DuplicateObjectError(Exception):
     def __init__(self, object_id: str | None) -> None:
         super().__init__(object_id)
         self.object_id = object_id
-
-
-def _table_and_versions_filter(table_oid: str) -> str:
-    """The row of a table and every ``table_version`` row of it."""
-    return (
-        f"(object_id = {sql_string(table_oid)} AND object_type = '{TABLE}') OR "
-        f"(starts_with(object_id, {sql_string(table_oid + DELIMITER)}) AND object_type = '{TABLE_VERSION}')"
-    )
 
 
 class ManifestTable:
@@ -72,18 +68,24 @@ class ManifestTable:
     :param storage: the namespace storage (for the table URI and storage options).
     :param commit_retries: how often a conflicting commit is retried.
     :param maintenance_policy: when a commit triggers compaction and clean-up.
+    :param rows_cache: where a new process finds rows an earlier one read (remote catalogs).
     """
 
     def __init__(
-        self, storage: Storage, commit_retries: int, maintenance_policy: MaintenancePolicy | None = None
+        self,
+        storage: Storage,
+        commit_retries: int,
+        maintenance_policy: MaintenancePolicy | None = None,
+        rows_cache: RowsCache | None = None,
     ) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self.storage_options = storage.options
-        self._storage = storage
+        self.storage = storage
         self.commit_retries = commit_retries
         self.maintenance_policy = maintenance_policy or MaintenancePolicy()
-        self._snapshots = SnapshotStore(storage, storage.options)
+        self._snapshots = SnapshotStore(storage, storage.options, rows_cache)
         self._scope = threading.local()  # per thread: the operation's snapshot
+        self._turn_lock = threading.RLock()  # re-entrant: maintenance commits inside a writer's turn
 
     @contextmanager
     def operation(self) -> Iterator[None]:
@@ -109,7 +111,7 @@ class ManifestTable:
             if in_operation:
                 self._scope.snapshot = snapshot
         if snapshot is not None:
-            feature_flags.check_readable(snapshot.dataset.metadata)
+            feature_flags.check_readable(snapshot.metadata)
         return snapshot
 
     def latest(self) -> lance.LanceDataset | None:
@@ -137,7 +139,7 @@ class ManifestTable:
             if snapshot is None:
                 raise
             return snapshot
-        return self._publish(Snapshot(dataset, None))
+        return self._publish(Snapshot.of(dataset))
 
     def _publish(self, snapshot: Snapshot) -> Snapshot:
         self._snapshots.publish(snapshot, identify=False)
@@ -147,8 +149,8 @@ class ManifestTable:
 
     # -- reads ------------------------------------------------------------------------------------------
     def metadata(self) -> dict[str, str]:
-        dataset = self.latest()
-        return dict(dataset.metadata) if dataset is not None else {}
+        snapshot = self._snapshot()
+        return dict(snapshot.metadata) if snapshot is not None else {}
 
     def _rows(self) -> pa.Table | None:
         """Every row of the operation's snapshot (read once per version)."""
@@ -186,7 +188,7 @@ class ManifestTable:
 
     def children(self, prefix: str, object_type: str | None = None) -> list[ManifestRow]:
         """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""
-        return self._select(lambda table: _descendants(table, prefix, object_type))
+        return self._select(lambda table: descendants(table, prefix, object_type))
 
     def table_locations(self) -> dict[str, str]:
         """Every table row's location → object id, from the cached rows (no row objects)."""
@@ -222,52 +224,51 @@ class ManifestTable:
         table = self._rows()
         if table is None:
             return []
-        return table["object_id"].filter(_descendants(table, prefix, object_type)).to_pylist()
+        return table["object_id"].filter(descendants(table, prefix, object_type)).to_pylist()
 
     # -- writes -----------------------------------------------------------------------------------------
     def insert(self, rows: list[ManifestRow], replacing: str | None = None) -> None:
         """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists.
-        ``replacing``: a filter of rows deleted in the same commit (a rename: new ids in, old ids out)."""
+        ``replacing``: a filter of rows deleted in the same commit (a rename: new ids in, old ids out).
+
+        The first attempt is a guarded append (fragments.py): the ids are checked against the version the
+        commit goes on top of, and any concurrent commit fails it. When it does, the write is contended:
+        the next attempts are pylance merge-inserts, which rebase over other writers' inserts of other ids
+        by themselves (only the same id conflicts) instead of re-reading and losing again."""
         data = rows_table(rows)
-        if replacing is not None:
-            self._merge_insert(data, replacing)
-            return
         ids = data["object_id"].to_pylist()
         duplicate = next((oid for oid, count in Counter(ids).items() if count > 1), None)
         if duplicate is not None:
             raise DuplicateObjectError(duplicate)
         written: list[FragmentMetadata] = []
+        contended = replacing is not None
 
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-            if written and fragments.holds(dataset, written):
-                return dataset, None  # an earlier attempt landed though its commit reported a conflict
-            # the ids are checked against exactly the version the commit goes on top of (see fragments.py)
+            nonlocal contended
+            if written:
+                if fragments.holds(dataset, written):
+                    return dataset, None  # the append landed though its commit reported a conflict
+                fragments.delete_files(self.storage, MANIFEST_DIR, written)  # no version holds it: none will
+                written.clear()
+                contended = True
+            if contended:
+                builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
+                if replacing is not None:
+                    builder = builder.when_not_matched_by_source_delete(replacing)
+                builder.conflict_retries(self.commit_retries).execute(data)
+                return dataset, None
             _, positions = snapshot.index()
             existing = next((oid for oid in ids if oid in positions), None)
             if existing is not None:
                 raise DuplicateObjectError(existing)
-            if not written:
-                written.extend(fragments.write_rows(dataset, data, self.storage_options or None))
+            written.extend(fragments.write_rows(dataset, data, self.storage_options or None))
             return fragments.commit_append(dataset, written, self.storage_options or None), None
 
         try:
-            self._commit(write, lambda table: _concat(table, data), appended=ids)
-        except (DuplicateObjectError, ConcurrentModificationError):
-            # every attempt was checked: no version holds the data file, so nothing will read it
-            for path in fragments.data_file_paths(written):
-                self._storage.delete(f"{MANIFEST_DIR}/data/{path}")
-            raise
-
-    def _merge_insert(self, data: pa.Table, replacing: str) -> None:
-        """Insert ``data`` and delete the rows matching ``replacing`` in one pylance merge-insert commit."""
-
-        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-            builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
-            builder.when_not_matched_by_source_delete(replacing).conflict_retries(self.commit_retries).execute(data)
-            return dataset, None
-
-        try:
-            self._commit(write)
+            if replacing is not None:
+                self.commit(write)
+            else:
+                self.commit(write, lambda table: append_rows(table, data), appended=ids)
         except OSError as error:
             match = _MATCHED_ROW.search(str(error))
             if match:
@@ -277,7 +278,7 @@ class ManifestTable:
     def replace_table(self, table_oid: str, rows: list[ManifestRow]) -> None:
         """Insert ``rows`` and delete the table's row and ``table_version`` rows in one commit (a rename);
         DuplicateObjectError (nothing written) if any new id exists."""
-        self.insert(rows, replacing=_table_and_versions_filter(table_oid))
+        self.insert(rows, replacing=table_and_versions_filter(table_oid))
 
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
@@ -291,14 +292,14 @@ class ManifestTable:
             return dataset, None
 
         def change(table: pa.Table) -> pa.Table:
-            return _concat(table.filter(pc.invert(pc.is_in(table["object_id"], replaced))), data)
+            return append_rows(table.filter(pc.invert(pc.is_in(table["object_id"], replaced))), data)
 
-        self._commit(write, change)
+        self.commit(write, change)
 
     def delete(self, where: str, removed: Callable[[pa.Table], Any] | None = None) -> int:
         """Delete matching rows in one commit; returns how many were deleted. ``removed``: the same rows as a
         mask over the cached rows, so that the cache moves to the new version without a scan."""
-        if self.latest() is None:
+        if self._snapshot() is None:
             return 0
 
         def change(table: pa.Table) -> pa.Table:
@@ -307,7 +308,7 @@ class ManifestTable:
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
             return dataset, dataset.delete(where, conflict_retries=self.commit_retries)
 
-        result = self._commit(write, change if removed is not None else None)
+        result = self.commit(write, change if removed is not None else None)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
     def delete_object(self, object_id: str, object_type: str) -> int:
@@ -320,10 +321,10 @@ class ManifestTable:
     def delete_table(self, table_oid: str) -> int:
         """Delete a table row and all of its ``table_version`` rows in one commit; returns how many."""
         return self.delete(
-            _table_and_versions_filter(table_oid),
+            table_and_versions_filter(table_oid),
             lambda table: pc.or_(
                 pc.and_(pc.equal(table["object_id"], table_oid), pc.equal(table["object_type"], TABLE)),
-                _descendants(table, table_oid + DELIMITER, TABLE_VERSION),
+                descendants(table, table_oid + DELIMITER, TABLE_VERSION),
             ),
         )
 
@@ -333,7 +334,7 @@ class ManifestTable:
             prefix = sql_string(table_oid + DELIMITER)
             return self.delete(
                 f"starts_with(object_id, {prefix}) AND object_type = '{TABLE_VERSION}'",
-                lambda table: _descendants(table, table_oid + DELIMITER, TABLE_VERSION),
+                lambda table: descendants(table, table_oid + DELIMITER, TABLE_VERSION),
             )
         oids = [f"{table_oid}{DELIMITER}{version}" for version in versions]
         if not oids:
@@ -348,13 +349,14 @@ class ManifestTable:
 
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
-        self._commit(lambda snapshot, dataset: (dataset, dataset.update_metadata(values)), lambda table: table)
+        self.commit(lambda snapshot, dataset: (dataset, dataset.update_metadata(values)), lambda table: table)
 
-    def _commit(
+    def commit(
         self,
         write: Callable[[Snapshot, lance.LanceDataset], tuple[lance.LanceDataset, _T]],
         change: Callable[[pa.Table], pa.Table] | None = None,
         appended: list[str] | None = None,
+        maintain: bool = True,
     ) -> _T:
         """The one place every ``__manifest`` write passes: ``write`` commits on a private copy of the latest
         snapshot and returns the committed dataset (and its result), which is published. A conflicting commit
@@ -362,10 +364,38 @@ class ManifestTable:
         ``change``: how the commit changed the rows, applied to the cached rows when the commit is exactly the
         next version (no other writer in between) instead of scanning the table again; ``appended``: the ids of
         rows the change only appended, so that the id index grows instead of being rebuilt. Maintenance
-        (compaction, clean-up of old versions) runs when a commit crosses its threshold."""
+        (compaction, clean-up of old versions) runs when a commit crosses its threshold.
+
+        Threads of this instance take turns (they would only conflict with each other); a thread that waited
+        starts from the snapshot the previous one published, not from the one its operation checked out."""
+        with self._turn() as waited:
+            if waited:
+                self._scope.snapshot = None
+            return self._commit_attempts(write, change, appended, maintain)
+
+    @contextmanager
+    def _turn(self) -> Iterator[bool]:
+        """This instance's writers one at a time; yields whether another held the turn. The wait is bounded:
+        a pylance callback into the namespace can hold a pylance worker thread that the current writer needs,
+        so after ``_TURN_TIMEOUT_SECONDS`` a writer goes ahead (commits stay safe: conflicts are retried)."""
+        waited = not self._turn_lock.acquire(blocking=False)
+        acquired = not waited or self._turn_lock.acquire(timeout=_TURN_TIMEOUT_SECONDS)
+        try:
+            yield waited
+        finally:
+            if acquired:
+                self._turn_lock.release()
+
+    def _commit_attempts(
+        self,
+        write: Callable[[Snapshot, lance.LanceDataset], tuple[lance.LanceDataset, _T]],
+        change: Callable[[pa.Table], pa.Table] | None,
+        appended: list[str] | None,
+        maintain: bool,
+    ) -> _T:
         for attempt in range(self.commit_retries + 1):
             snapshot = self._snapshot() or self._create()
-            feature_flags.check_writable(snapshot.dataset.metadata)
+            feature_flags.check_writable(snapshot.metadata)
             try:
                 dataset, result = write(snapshot, snapshot.private())
             except (OSError, ValueError, RuntimeError) as error:
@@ -376,16 +406,21 @@ class ManifestTable:
                     raise ConcurrentModificationError(
                         f"__manifest commit still conflicting after {self.commit_retries} retries: {error}"
                     ) from error
-                time.sleep(random.uniform(0, 0.01 * 2 ** min(attempt, 6)))  # back off, de-synchronised
+                if attempt:
+                    time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))  # de-synchronise, about one commit long
                 continue
-            published = Snapshot(dataset, None)
+            published = Snapshot.of(dataset)
             if change is not None and snapshot.rows is not None and dataset.version == snapshot.version + 1:
                 published.rows = change(snapshot.rows)
+                published.fragments = fragment_keys(dataset.get_fragments())
                 if appended is not None and snapshot.positions is not None:  # rows added at the end only
                     start = snapshot.rows.num_rows
                     published.positions = {**snapshot.positions, **{oid: start + i for i, oid in enumerate(appended)}}
+            elif snapshot.rows is not None:
+                published.base = snapshot  # reads only the fragments added since, if that is all that changed
             self._publish(published)
-            maintenance.maybe_maintain(published.private(), self.maintenance_policy)
+            if maintain:
+                maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
             return result
         raise AssertionError("unreachable")
 
@@ -396,18 +431,3 @@ def _is_commit_conflict(error: BaseException) -> bool:
         return True
     text = str(error).lower()
     return any(marker in text for marker in _CONFLICT_MARKERS)
-
-
-def _concat(table: pa.Table, rows: pa.Table) -> pa.Table:
-    """``table`` (cached rows) with ``rows`` (new rows in :data:`SCHEMA`) appended (in one chunk per 64
-    appends, so that the in-memory filters stay vectorised)."""
-    combined = pa.concat_tables([table, rows.select(COLUMNS).cast(table.schema)])
-    return combined.combine_chunks() if combined.column(0).num_chunks > 64 else combined
-
-
-def _descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
-    """A mask of the rows whose object id starts with ``prefix`` (and whose type is ``object_type``)."""
-    mask = pc.starts_with(table["object_id"], prefix) if prefix else pc.is_valid(table["object_id"])
-    if object_type:
-        mask = pc.and_(mask, pc.equal(table["object_type"], object_type))
-    return mask

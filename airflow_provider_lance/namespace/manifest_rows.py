@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_lance.namespace.identifiers import DELIMITER
 
 NAMESPACE = "namespace"
 TABLE = "table"
@@ -59,3 +62,19 @@ def sql_string(value: str) -> str:
 def rows_table(rows: list[ManifestRow]) -> pa.Table:
     """Rows as an Arrow table in :data:`SCHEMA`."""
     return pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
+
+
+def table_and_versions_filter(table_oid: str) -> str:
+    """The row of a table and every ``table_version`` row of it."""
+    return (
+        f"(object_id = {sql_string(table_oid)} AND object_type = '{TABLE}') OR "
+        f"(starts_with(object_id, {sql_string(table_oid + DELIMITER)}) AND object_type = '{TABLE_VERSION}')"
+    )
+
+
+def descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
+    """A mask of the rows whose object id starts with ``prefix`` (and whose type is ``object_type``)."""
+    mask = pc.starts_with(table["object_id"], prefix) if prefix else pc.is_valid(table["object_id"])
+    if object_type:
+        mask = pc.and_(mask, pc.equal(table["object_type"], object_type))
+    return mask

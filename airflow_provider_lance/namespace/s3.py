@@ -25,6 +25,7 @@ _S3_CLIENT = {
     "aws_region": "region_name",
     "region": "region_name",
 }
+ENDPOINT_OPTIONS = frozenset(name for name, argument in _S3_CLIENT.items() if argument == "endpoint_url")
 _S3_FLAGS = {"aws_skip_signature": "anon", "skip_signature": "anon"}
 SECRET_OPTIONS = frozenset(_S3_CREDENTIALS)  # key ids too: masked wherever options are shown
 

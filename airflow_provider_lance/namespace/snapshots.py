@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import lance
@@ -36,6 +37,7 @@ from airflow_provider_lance.namespace.identifiers import (
     parse_manifest_name,
     versions_dir,
 )
+from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
 
 # Local and memory stores: the longest a "no manifest N+1" answer is trusted without a full listing.
@@ -49,27 +51,66 @@ COLUMNS = ["object_id", "object_type", "location", "metadata"]
 @dataclass
 class Snapshot:
     """One version of ``__manifest`` as this process saw it. ``dataset`` is never mutated (take a private
-    copy to write); ``rows`` and ``positions`` are filled once, on first use."""
+    copy to write); a snapshot answered from the rows cache opens it only when something needs it (a write, a
+    filtered query). ``rows`` and ``positions`` are filled once, on first use."""
 
-    dataset: lance.LanceDataset
+    version: int
+    metadata: dict[str, str]  # the table metadata (feature flags, table version management)
     e_tag: str | None  # of the version's manifest file; None until first checked
     versions_stamp: tuple[int, int] | None = None  # local disk: (inode, mtime) of _versions/ when last checked
     verified_at: float = field(default_factory=time.monotonic)
     rows: pa.Table | None = None
     positions: dict[str, int] | None = None
+    # fragment id -> (data files, deletion file) of the fragments ``rows`` were read from
+    fragments: dict[int, FragmentKey] | None = None
+    base: Snapshot | None = None  # an earlier version whose rows this one may extend (dropped once read)
+    opener: Callable[[int], lance.LanceDataset] | None = None  # opens ``version`` when no dataset is held
+    cached: bool = False  # the rows are in the rows cache
+    _dataset: lance.LanceDataset | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def of(cls, dataset: lance.LanceDataset, e_tag: str | None = None) -> Snapshot:
+        return cls(dataset.version, dict(dataset.metadata), e_tag, _dataset=dataset)
 
     @property
-    def version(self) -> int:
-        return self.dataset.version
+    def dataset(self) -> lance.LanceDataset:
+        with self._lock:
+            if self._dataset is None:
+                assert self.opener is not None
+                self._dataset = self.opener(self.version)
+            return self._dataset
 
     def private(self) -> lance.LanceDataset:
         """A copy of the dataset that the caller may mutate (commit on, check out, compact)."""
         return copy.copy(self.dataset)
 
     def table(self) -> pa.Table:
-        """Every row (one scan per version: a full scan of the four columns costs less than a filtered one)."""
+        """Every row, read once per version: only the fragments added since the base version when that is all
+        that changed (the usual step between versions: other writers' inserts), else one full scan (which
+        costs less than a filtered one)."""
         if self.rows is None:
-            self.rows = self.dataset.to_table(columns=COLUMNS)
+            base, self.base = self.base, None
+            current = self.dataset.get_fragments()
+            keys = fragment_keys(current)
+            if (
+                base is not None
+                and base.rows is not None
+                and base.fragments is not None
+                and all(keys.get(fragment_id) == key for fragment_id, key in base.fragments.items())
+            ):
+                added = [fragment for fragment in current if fragment.fragment_id not in base.fragments]
+                rows = self.dataset.scanner(columns=COLUMNS, fragments=added).to_table() if added else None
+                self.rows = append_rows(base.rows, rows) if rows is not None else base.rows
+                if base.positions is not None and rows is not None:
+                    start = base.rows.num_rows
+                    ids = rows["object_id"].to_pylist()
+                    self.positions = {**base.positions, **{oid: start + i for i, oid in enumerate(ids)}}
+                elif rows is None:
+                    self.positions = base.positions
+            else:
+                self.rows = self.dataset.to_table(columns=COLUMNS)
+            self.fragments = keys
         return self.rows
 
     def index(self) -> tuple[pa.Table, dict[str, int]]:
@@ -80,6 +121,26 @@ class Snapshot:
         return table, self.positions
 
 
+FragmentKey = tuple[tuple[str, ...], int | None]
+
+
+def fragment_keys(fragments: list[lance.LanceFragment]) -> dict[int, FragmentKey]:
+    """What identifies each fragment's rows: its data files (named by UUID) and its deletion file."""
+    keys = {}
+    for fragment in fragments:
+        metadata = fragment.metadata
+        deletion = metadata.deletion_file
+        keys[fragment.fragment_id] = (tuple(file.path for file in metadata.files), deletion.id if deletion else None)
+    return keys
+
+
+def append_rows(table: pa.Table, rows: pa.Table) -> pa.Table:
+    """``table`` (cached rows) with ``rows`` appended (in one chunk per 64 appends, so that the in-memory
+    filters stay vectorised)."""
+    combined = pa.concat_tables([table, rows.select(COLUMNS).cast(table.schema)])
+    return combined.combine_chunks() if combined.column(0).num_chunks > 64 else combined
+
+
 class SnapshotStore:
     """The latest published snapshot of one ``__manifest`` and how to check that it still is the latest.
 
@@ -87,10 +148,11 @@ class SnapshotStore:
     :param storage_options: what pylance opens the table with.
     """
 
-    def __init__(self, storage: Storage, storage_options: dict[str, str]) -> None:
+    def __init__(self, storage: Storage, storage_options: dict[str, str], cache: RowsCache | None = None) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self._storage = storage
         self._storage_options = storage_options or None
+        self._cache = cache
         self._lock = threading.Lock()
         self._current: Snapshot | None = None
 
@@ -109,9 +171,36 @@ class SnapshotStore:
         """The latest snapshot, checked against storage now; None when the catalog has no ``__manifest``."""
         with self._lock:
             current = self._current
+        if current is None and self._cache is not None:
+            return self._cold()
         if current is not None and self._is_latest(current):
+            if self._cache is not None and not current.cached and current.rows is not None and current.e_tag:
+                self._cache.save(current.version, current.e_tag, current.rows, current.metadata)
+                current.cached = True
             return current
         return self.publish(self._open(current))
+
+    def _cold(self) -> Snapshot | None:
+        """The first check of a process with a rows cache: the newest manifest file and its e-tag (one
+        listing), answered from the cache when an earlier process read that very file."""
+        head = self._storage.first_entry(versions_dir(MANIFEST_DIR))
+        parsed = parse_manifest_name(head[0]) if head else None
+        if parsed is None or parsed[1] != V2 or head is None or not head[1]:
+            return self.publish(self._open(None))
+        version, e_tag = parsed[0], head[1]
+        cached = self._cache.load(version, e_tag) if self._cache is not None else None
+        if cached is None:
+            snapshot = self._open(None)
+            if snapshot is not None and snapshot.version == version:
+                snapshot.e_tag = e_tag  # the listing just named it: no HEAD
+                return self.publish(snapshot, identify=False)
+            return self.publish(snapshot)
+        rows, metadata = cached
+        snapshot = Snapshot(version, metadata, e_tag, rows=rows, opener=self._open_version, cached=True)
+        return self.publish(snapshot, identify=False)
+
+    def _open_version(self, version: int) -> lance.LanceDataset:
+        return lance.dataset(self.uri, version=version, storage_options=self._storage_options)
 
     def _is_latest(self, snapshot: Snapshot) -> bool:
         if self._storage.scheme == "memory":
@@ -145,14 +234,16 @@ class SnapshotStore:
                 dataset = previous.private()
                 dataset.checkout_latest()
                 if dataset.version > previous.version:
-                    return Snapshot(dataset, None)
+                    forward = Snapshot.of(dataset)
+                    forward.base = previous if previous.rows is not None else None
+                    return forward
             dataset = lance.dataset(self.uri, storage_options=self._storage_options)
         except (ValueError, OSError) as error:
             # a 403 ("...Access Key Id you provided does not exist...") is a failure, never "no catalog"
             if is_not_found_error(error):
                 return None
             raise
-        return Snapshot(dataset, None)
+        return Snapshot.of(dataset)
 
 
 def _same_file(snapshot: Snapshot, e_tag: str | None) -> bool:
