@@ -5,13 +5,19 @@ send back only the fragments' metadata as small JSON strings; no row reaches the
 one new version per table with :mod:`airflow_provider_lance.staging` and returns the
 ``CreateTableVersionEntry`` to commit later with ``batch_create_table_versions``. Until then readers see the
 old versions.
+
+Spark setting: the staging jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` (see
+:func:`uncapped_arrow_batches`) unless the session sets that key itself; that halves the cost of handing the rows
+to the Python workers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -30,12 +36,21 @@ from airflow_provider_lance.staging import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
 #: The schema of what each Spark task returns: one row per fragment written.
 RESULT_SCHEMA = "fragment string, writer_pid long"
+
+#: Spark's byte cap on the Arrow batches sent to Python workers, and the value (``Int.MaxValue``, the largest
+#: accepted) at which Spark stops measuring the batch after every row.
+ARROW_MAX_BYTES_PER_BATCH = "spark.sql.execution.arrow.maxBytesPerBatch"
+ARROW_UNCAPPED_BYTES = str(2**31 - 1)
+
+_conf_lock = threading.Lock()
+#: id(session) -> the number of staging calls running with the cap lifted by :func:`uncapped_arrow_batches`.
+_conf_users: dict[int, int] = {}
 
 
 @dataclass
@@ -76,6 +91,48 @@ def spark_to_arrow_schema(df: DataFrame) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone=timezone, prefers_large_types=False)
 
 
+@contextlib.contextmanager
+def uncapped_arrow_batches(spark: SparkSession) -> Iterator[bool]:
+    """Run the block's ``mapInArrow`` jobs without Spark's per-row Arrow batch size check; restore the session after.
+
+    Spark 4 cuts the Arrow batches it sends to Python workers at ``spark.sql.execution.arrow.maxRecordsPerBatch``
+    rows (10,000 by default) or ``spark.sql.execution.arrow.maxBytesPerBatch`` bytes (64 MiB by default). To
+    apply the byte cap, the JVM measures every column's buffers after every row it converts
+    (``ArrowWriter.sizeInBytes``), which costs more than the rest of the transfer. With the cap at
+    ``2147483647`` (``Int.MaxValue``) Spark skips the check: a ``mapInArrow`` job that only reads the rows takes
+    about 0.5x instead of 1.2-1.6x the time of ``df.write.parquet`` of the same cached DataFrames (``local[2]``).
+    The batches stay bounded by the row count.
+
+    The key is set for the block and unset afterwards, unless the session already sets it (its value is kept:
+    set ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` in the session or ``spark-submit --conf`` to
+    get the fast path for every Arrow Python UDF, or a smaller value when 10,000 rows can exceed the memory of a
+    Python worker). Concurrent calls on one session share the setting; the last one out unsets it.
+
+    :param spark: the session that runs the jobs.
+    :return: (as the context value) whether the key was set by this call or a concurrent one.
+    """
+    key = id(spark)
+    with _conf_lock:
+        if _conf_users.get(key):
+            _conf_users[key] += 1
+            owned = True
+        elif spark.conf.get(ARROW_MAX_BYTES_PER_BATCH, None) is None:
+            spark.conf.set(ARROW_MAX_BYTES_PER_BATCH, ARROW_UNCAPPED_BYTES)
+            _conf_users[key] = 1
+            owned = True
+        else:
+            owned = False
+    try:
+        yield owned
+    finally:
+        if owned:
+            with _conf_lock:
+                _conf_users[key] -= 1
+                if not _conf_users[key]:
+                    del _conf_users[key]
+                    spark.conf.unset(ARROW_MAX_BYTES_PER_BATCH)
+
+
 def _write_partition(
     batches: Iterator[pa.RecordBatch],
     *,
@@ -104,8 +161,10 @@ def _write_partition(
 
     def conformed() -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            if batch.num_rows:
-                yield batch.select(columns).cast(schema)
+            if not batch.num_rows:
+                continue
+            # Spark sends the DataFrame's columns: as is for a new table or an overwrite, conformed otherwise.
+            yield batch if batch.schema.equals(schema, check_metadata=True) else batch.select(columns).cast(schema)
 
     stream = conformed()
     first = next(stream, None)
@@ -169,6 +228,13 @@ def stage_dataframe(
     its version 1 is staged. ``append`` to an existing table keeps the table's schema (columns matched by
     name, values cast); ``overwrite`` replaces the rows and takes the DataFrame's schema.
 
+    Spark settings: the job runs with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` unless the
+    session sets that key (then its value is kept). With any smaller cap Spark measures the Arrow batch after
+    every row it hands to the Python workers, which doubles the cost of the transfer
+    (:func:`uncapped_arrow_batches`). Setting it in the session (``spark-submit --conf``) gives other Arrow
+    Python UDFs the same speed-up; set a smaller value only if ``spark.sql.execution.arrow.maxRecordsPerBatch``
+    rows (10,000 by default) can outgrow a Python worker's memory.
+
     :param df: the DataFrame to write.
     :param namespace: the namespace that will commit the version.
     :param table_id: the table, as ``"ns.table"`` or a list of parts.
@@ -189,7 +255,7 @@ def stage_dataframe(
         create_parents=create_parents,
         max_rows_per_file=max_rows_per_file,
     )
-    return pending.stage(staging, pending.run())
+    return pending.stage(staging, _run_concurrently([pending])[0])
 
 
 @dataclass
@@ -287,6 +353,13 @@ def stage_dataframes(
     be committed: every table stays at its old version (new tables stay declared with no version). Data files
     already written are left for cleanup.
 
+    Spark settings: the jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` unless the
+    session sets that key (then its value is kept). With any smaller cap Spark measures the Arrow batch after
+    every row it hands to the Python workers, which doubles the cost of the transfer
+    (:func:`uncapped_arrow_batches`). Setting it in the session (``spark-submit --conf``) gives other Arrow
+    Python UDFs the same speed-up; set a smaller value only if ``spark.sql.execution.arrow.maxRecordsPerBatch``
+    rows (10,000 by default) can outgrow a Python worker's memory.
+
     :param namespace: the namespace that will commit the versions.
     :param tables: ``{"ns.table": df}`` or ``[(table_id, df), ...]``.
     :param mode: ``append`` or ``overwrite`` for every table.
@@ -323,17 +396,22 @@ def _run_concurrently(pending: Sequence[_PendingWrite]) -> list[list[tuple[str, 
     """Run the tables' Spark jobs at the same time (one driver thread each, so the scheduler keeps every core
     busy: no idle slots at the end of one table's job or while the driver stages); results in order.
 
-    The threads inherit the caller's Spark local properties (job group, scheduler pool, description). If a job
-    fails, the exception propagates once every job has finished.
+    The jobs run under :func:`uncapped_arrow_batches`. The threads inherit the caller's Spark local properties
+    (job group, scheduler pool, description). If a job fails, the exception propagates once every job has
+    finished.
 
     :param pending: the prepared writes.
     """
-    if len(pending) < 2:
-        return [write.run() for write in pending]
-    from concurrent.futures import ThreadPoolExecutor
+    with contextlib.ExitStack() as stack:
+        sessions = {id(write.df.sparkSession): write.df.sparkSession for write in pending}
+        for spark in sessions.values():
+            stack.enter_context(uncapped_arrow_batches(spark))
+        if len(pending) < 2:
+            return [write.run() for write in pending]
+        from concurrent.futures import ThreadPoolExecutor
 
-    from pyspark.util import inheritable_thread_target
+        from pyspark.util import inheritable_thread_target
 
-    with ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="lance-stage") as pool:
-        futures = [pool.submit(inheritable_thread_target(write.df.sparkSession)(write.run)) for write in pending]
-        return [future.result() for future in futures]
+        with ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="lance-stage") as pool:
+            futures = [pool.submit(inheritable_thread_target(write.df.sparkSession)(write.run)) for write in pending]
+            return [future.result() for future in futures]

@@ -116,3 +116,78 @@ def test_audited_staging_is_readable_before_the_commit(spark, namespace: ln.Lanc
     assert lance.dataset(namespace_client=namespace, table_id=["prod", "events"]).count_rows() == 5
     commit(namespace, [staged.entry])
     assert lance.dataset(namespace_client=namespace, table_id=["prod", "events"]).count_rows() == 105
+
+
+def test_append_conforms_column_order_and_types(spark, namespace: ln.LanceNamespace, commit) -> None:
+    """Batches that differ from the table's schema are reordered and cast; matching ones go through as they are."""
+    lance.write_dataset(
+        pa.table({"name": ["x"], "id": pa.array([0], pa.int64())}),
+        namespace_client=namespace,
+        table_id=["t"],
+        mode="create",
+    )
+    frame = spark.createDataFrame([(1, "a"), (2, "b")], "id int, name string")
+    commit(namespace, [stage_dataframe(frame, namespace, "t", mode="append").entry])
+    table = lance.dataset(namespace_client=namespace, table_id=["t"]).to_table().sort_by("id")
+    assert table.schema.names == ["name", "id"] and table.schema.field("id").type == pa.int64()
+    assert table.to_pydict() == {"name": ["x", "a", "b"], "id": [0, 1, 2]}
+
+
+def test_arrow_batch_cap_lifted_for_the_staging_jobs_only(
+    spark, namespace: ln.LanceNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The jobs run with maxBytesPerBatch=Int.MaxValue (no per-row size check) unless the session sets the key;
+    the session is left as it was, also when a job fails."""
+    from airflow_provider_lance.spark import staging
+
+    key = staging.ARROW_MAX_BYTES_PER_BATCH
+    seen: list[str | None] = []
+    run = staging._PendingWrite.run
+
+    def recording_run(self):
+        seen.append(spark.conf.get(key, None))
+        return run(self)
+
+    monkeypatch.setattr(staging._PendingWrite, "run", recording_run)
+    assert spark.conf.get(key, None) is None
+    staged = stage_dataframes(namespace, {"a": demo(spark, 100), "b": demo(spark, 50)})
+    assert [s.rows for s in staged] == [100, 50]
+    assert seen == [staging.ARROW_UNCAPPED_BYTES] * 2
+    assert spark.conf.get(key, None) is None
+
+    seen.clear()
+    stage_dataframe(demo(spark, 10), namespace, "c")
+    assert seen == [staging.ARROW_UNCAPPED_BYTES]
+    assert spark.conf.get(key, None) is None
+
+    seen.clear()
+    spark.conf.set(key, "16m")
+    try:
+        stage_dataframe(demo(spark, 10), namespace, "d")
+        assert seen == ["16m"]
+        assert spark.conf.get(key, None) == "16m"
+    finally:
+        spark.conf.unset(key)
+
+    def failing_run(self):
+        raise RuntimeError("job failed")
+
+    monkeypatch.setattr(staging._PendingWrite, "run", failing_run)
+    with pytest.raises(RuntimeError, match="job failed"):
+        stage_dataframes(namespace, {"e": demo(spark, 10), "f": demo(spark, 10)})
+    assert spark.conf.get(key, None) is None
+
+
+def test_uncapped_arrow_batches_is_shared_by_concurrent_calls(spark) -> None:
+    from airflow_provider_lance.spark.staging import (
+        ARROW_MAX_BYTES_PER_BATCH,
+        ARROW_UNCAPPED_BYTES,
+        uncapped_arrow_batches,
+    )
+
+    with uncapped_arrow_batches(spark) as outer:
+        with uncapped_arrow_batches(spark) as inner:
+            assert outer and inner
+            assert spark.conf.get(ARROW_MAX_BYTES_PER_BATCH, None) == ARROW_UNCAPPED_BYTES
+        assert spark.conf.get(ARROW_MAX_BYTES_PER_BATCH, None) == ARROW_UNCAPPED_BYTES  # the outer call still runs
+    assert spark.conf.get(ARROW_MAX_BYTES_PER_BATCH, None) is None
