@@ -190,54 +190,21 @@ def scale_sections(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-_INSERT = (
-    "Bounded by one pylance `merge_insert` commit of `__manifest` per write (what makes a concurrent duplicate"
-    " fail): cProfile at 1,000 + 1,000 tables puts 59-69% of a DeclareTable / CreateNamespace in"
-    " `MergeInsertBuilder.execute_batches` (6.2-7.5 ms of 9.0-12.6 ms under cProfile), a cost that alone is about"
-    " the reference's whole operation; then compaction amortised over 8 commits (~1-1.5 ms per write: 7-12 ms every 8th"
-    " version), the snapshot index rebuilt after each commit (~0.4-1.2 ms), the `.lance-reserved` marker PUT"
-    " (~0.7 ms) and the directory (~0.3 ms). RegisterTable adds ~12 ms in `_check_location_is_free`, which"
-    " materialises every row of `__manifest` as a `ManifestRow` (2,061 `from_arrow` calls per register) to"
-    " compare locations.",
-    "Engine (see *Write-path profile* below): check a registered location with one `pyarrow.compute` filter on"
-    " the `location` column instead of building every row; commit inserts without a merge-insert scan (an"
-    " `object_id` index, or an append guarded by the snapshot's id index plus the put-if-not-exists of the"
-    " manifest); compact in the background or at a higher threshold.",
-)
 _DELETE = (
-    "A delete commit publishes no row change, so the next operation re-reads all of `__manifest` and rebuilds"
-    " its id index (1.8-1.9 ms of a 5.4-5.5 ms call under cProfile at 2,000 rows) before its own pylance"
-    " `delete` (2.7-3.2 ms); the ratio moves around 1.0x with machine load.",
-    "Engine: apply the deleted ids to the cached rows after an own delete commit (as inserts already do).",
+    "One pylance `delete` per write (a filtered scan of `__manifest` and a deletion file, ~2.7-3.2 ms); the"
+    " cached rows follow with the same mask, so the next operation reads nothing. The ratio moves around 1.0x"
+    " with machine load.",
+    "Engine: delete by row address from the cached rows (no filtered scan).",
 )
 SCALE_REASONS: dict[str, tuple[str, str]] = {
-    "create_namespace": _INSERT,
-    "declare_table": _INSERT,
-    "register_table": _INSERT,
     "drop_table": _DELETE,
     "deregister_table": _DELETE,
-    "poke_warm": (
-        "A warm poke costs the freshness check of `__manifest` (one `LIST MaxKeys=1`) plus, for a root table in"
-        " compatibility mode, the `<name>.lance` listing, and for the version sensor the `_versions/` listing of"
-        " the table: 2 requests in those cases, 1 for an existence poke of a child-namespace table.",
-        "Engine: answer the version sensor's DescribeTableVersion from the `table_version` rows when table version"
-        " management is on, and skip the `__manifest` freshness LIST when the root listing alone decides a root"
-        " table (compatibility mode).",
-    ),
-    "poke_cold": (
-        "A new process opens `__manifest` with pylance before its first answer: LIST + HEAD + 4 GETs (manifest,"
-        " data file footer and pages; 7 GETs at 10,000 tables), then the warm poke's requests: 6-9 in all.",
-        "Engine: a cold reader needs the rows without opening the Lance dataset, e.g. a small rows snapshot"
-        " object written next to each version (one GET after the LIST), or answer child-table existence from"
-        " the table directory listing; otherwise use `mode='poke'` / `deferrable=True` (every poke after the"
-        " first is warm).",
-    ),
     "poke_local": (
-        "On local disk freshness is two `stat` calls (no manifest N+1, and manifest N unchanged: same inode,"
-        " mtime, size, to tell a re-created catalog apart), plus the root listing or the table's `_versions/`"
-        " listing where the S3 poke has its second request.",
-        "Engine: one `stat` of the `_versions/` directory (its mtime and inode change with every new version"
-        " file) would decide both.",
+        "On local disk freshness is one `stat` of `__manifest/_versions/` once its mtime has settled (2 s after"
+        " the last commit: file system timestamps are coarse), two `stat`s before (no manifest N+1, manifest N"
+        " unchanged); the benchmark's catalog was just written, so its pokes pay the two. The root listing or the"
+        " table's `_versions/` listing adds one where the S3 poke has its second request.",
+        "Nothing in the engine: a catalog that has not been written for 2 s costs one `stat`.",
     ),
     "threads_local": (
         "On local disk our reads are answered from memory (~0.1-0.2 ms of Python under the interpreter lock), so"
@@ -258,12 +225,11 @@ SCALE_REASONS: dict[str, tuple[str, str]] = {
         " in-flight check between threads: single-flight), so 16 concurrent reads cost one request.",
     ),
     "thread_writes": (
-        "Threads of one instance each commit a merge-insert on a private copy of the same snapshot: all but one"
-        " conflict and redo the merge-insert (measured on moto S3 with 16 declares: 11-12 requests per write from"
-        " 1 thread, 17-18 from 4 threads, with 0.4-0.7x the throughput).",
-        "Engine: a per-instance commit queue (group commit): writes waiting for the same `__manifest` are merged"
-        " into one merge-insert (falling back to one by one when the batch has a duplicate), so 4 threads make"
-        " fewer commits than 1 and never conflict with each other.",
+        "Writers of one instance take turns (`ManifestTable._turn`): a thread that waited commits on the snapshot"
+        " the previous one published, so threads never conflict with each other and 4 threads make as many"
+        " commits as 1; what is left is the hand-off between threads under the interpreter lock, and on moto the"
+        " server's own CPU on the same 2 cores.",
+        "Engine: group commit (the waiting threads' inserts in one commit), so 4 threads make fewer commits than 1.",
     ),
     "table_exists (root table)": (
         "Both answers take ~0.05-0.1 ms (the reference: one listing of `<name>.lance`; ours: the same listing plus"
@@ -273,51 +239,42 @@ SCALE_REASONS: dict[str, tuple[str, str]] = {
         " with a `_versions/` entry exists whatever the manifest says).",
     ),
     "processes": (
-        "Within run-to-run noise at one of the sizes (0.93x-1.37x across runs and counts). Each conflict between"
-        " writer processes re-runs the whole merge-insert (scan + new data file + manifest"
-        " PUT); with 8 writers most commits conflict at least once, and writers that cross the compaction"
-        " threshold together compact concurrently, so all but one compaction is wasted (pylance logs"
-        " 'Compaction commit failed ... preempted by concurrent transaction Rewrite'). Our requests per write stay"
-        " below the reference's.",
-        "Engine: cheaper commits (see the insert profile) shorten the conflict window; compaction only by the"
-        " writer whose commit crossed a version multiple and only when no newer version exists; jittered back-off"
-        " that grows with the number of observed conflicts.",
+        "Writer processes on 2 cores are bound by CPU per write (ours 6-7 ms of CPU per declare, the"
+        " reference's 5-7 ms, measured in one process) and by conflicts: a guarded append fails on any"
+        " concurrent commit; after 3 such attempts an insert turns to a pylance merge-insert, which rebases over"
+        " other writers' inserts but re-runs its join on each conflict (up to hundreds of ms under 8 writers)."
+        " Run-to-run spread on this shared machine is large (0.45x-1.0x for the same code).",
+        "Engine: a cheaper conflict path than merge-insert (re-check only the fragments added since, which the"
+        " snapshots already read incrementally, and append again with a fairness back-off), and group commit"
+        " per process.",
     ),
     "spark": (
-        "Bounded by Spark's JVM-to-Python Arrow transfer: the floor row (the same `mapInArrow` jobs writing"
-        " nothing) costs about as much as the whole Parquet write, because Parquet is encoded inside the JVM"
-        " while a Lance writer runs in Python workers; the Lance write itself adds ~0.3-0.6 s for 4M rows.",
-        "A JVM-side Lance writer (the lance-spark connector) or a larger executor count; staging already runs the"
-        " tables' jobs concurrently.",
+        "Bounded by Spark's own per-row work for `mapInArrow` (JFR: ~47% in the JVM's Arrow writers, 13-20%"
+        " reading the cached DataFrame); the per-row batch-size check that used to double it is off during"
+        " staging (`spark.sql.execution.arrow.maxBytesPerBatch=Int.MaxValue`, set and restored by the staging).",
+        "Lance file format 2.0 encodes ~3x faster at ~3x the size; a JVM-side writer (lance-spark) avoids the"
+        " transfer.",
     ),
 }
 
 PROFILE_NOTES = """## Write-path profile (issue 15)
 
-cProfile of our engine, 40 calls each on a catalog of 1,000 + 1,000 tables on local disk (cProfile adds
-~30-50%; shares are what matters; ms per call, quiet machine, a loaded run in brackets). Ranked by what a fix
-would save:
+What a `__manifest` write costs now, profiled on local disk (cProfile, 200 DeclareTable on 300 + 300 tables,
+ms per write of CPU; shares are what matters):
 
-1. **RegisterTable's location check** — `tables._check_location_is_free` → `ManifestTable.children` →
-   `_select` builds a `ManifestRow` for every row (82,460 `from_arrow` calls for 40 registers): 11.8 of 22.7 ms
-   per register (52%) [12.9 of 32.5]. A `pyarrow.compute` equality filter on `location` costs well under 1 ms.
-2. **MergeInsert commit of `__manifest`** — CreateNamespace / DeclareTable / RegisterTable:
-   `MergeInsertBuilder.execute_batches` 6.2 of 9.0 ms (69%) of a CreateNamespace, 7.5 of 12.6 ms of a
-   DeclareTable, 7.4 ms of a RegisterTable [10.4-12.3 ms]; on its own about the reference's whole operation
-   (5.6-5.7 ms p50 at 1,000 tables).
-3. **Cache dropped after deletes** — DropTable / DeregisterTable: `delete` commits publish no row change, so
-   the next operation re-reads `__manifest` and rebuilds the id index (`Snapshot.index` 1.8-1.9 ms, of which
-   `to_table` 1.3-1.4 ms, of 5.4-5.5 ms per call) [3.1-3.3 ms `to_table` of 12.7-13.9]; the delete itself is
-   2.7-3.2 ms in pylance `Dataset.delete`.
-4. **Compaction in the write path** — `maintenance.maybe_maintain` → `compact_files` every 8th commit: 0.9-1.5
-   ms per write amortised (~7-12 ms each time); several writer processes compact the same versions at once
-   and all but one lose ('Compaction commit failed ... preempted by concurrent transaction Rewrite').
-5. **Snapshot index per commit** — `Snapshot.index` (a dict of 2,000 ids) rebuilt after each own commit and
-   the lookups: 0.8-1.2 ms per write.
-6. **Marker and directory** — `.lance-reserved` `put_if_not_exists` 0.7 ms, `mkdir` 0.3 ms per declare.
-7. **Threads of one instance conflict with each other** — 4 threads: +50% S3 requests per write (11-12 →
-   17-18) and 0.4-0.8x the 1-thread throughput (see *Threads*); a per-instance group commit would turn this
-   into a win.
+1. **Guarded append** (`namespace/fragments.py`) — the rows go into one new data file (pylance
+   `write_fragments`, ~2.6 ms: its fixed cost, not the one row) and are committed as a Lance *Merge* of every
+   fragment plus the new one with no retries (~2.2 ms): any concurrent commit fails it, so a duplicate id
+   checked against that version in memory cannot slip in. A pylance `merge_insert` joined the new ids against
+   the whole table instead: 6-10 ms.
+2. **Marker and directory** of a declared table — `.lance-reserved` (~0.75 ms) and `mkdir` (~0.8 ms).
+3. **Compaction** every 8th version with more than 4 fragments, as one copy-on-write rewrite of every row in
+   the writers' turn (~6-10 ms, ~1 ms per write amortised, not in the p50). A Lance *Rewrite*
+   (`compact_files`) reads for longer and lost every race with guarded appends of a busy writer.
+4. **Snapshot refresh** after another writer's commit reads only the fragments added since (their keys:
+   data file UUIDs and deletion file ids), not the whole table.
+5. **pylance's `DataFile.path`** defines a class on every call (~50 µs): fragment keys are computed only when
+   a snapshot is refreshed from another version, never on the own-commit path.
 
-Reproduce: `python -m cProfile -s cumulative` over a loop of calls on a catalog from `benchmarks/catalog.py`
-(`catalog.build(root, 1000)`), as in the sections above."""
+Reproduce: `python -m cProfile -s tottime` over a loop of DeclareTable on a catalog from
+`benchmarks/catalog.py` (`catalog.build(root, 300)`)."""

@@ -484,7 +484,8 @@ def _hook(engine: Engine) -> Any:
 def sensor_poke(work: Path) -> dict[str, Any]:
     """HTTP requests per sensor poke against a request-counting S3 server (moto), both engines; plus our
     storage requests on local disk through :class:`CountingStorage`. Warm = the hook (and namespace object) of the
-    previous poke (a sensor in poke mode); cold = a new one (reschedule mode: a new process)."""
+    previous poke (a sensor in poke mode); cold = a new one (reschedule mode: a new process) on a machine whose
+    processes read the catalog before (the engine's rows cache), and for ours also on a machine that never did."""
     import pyarrow as pa
 
     from benchmarks import scale
@@ -511,6 +512,10 @@ def sensor_poke(work: Path) -> dict[str, Any]:
                     with server.counting() as cold:
                         check(_hook(make(**properties)), table_id)
                     counts[f"{sensor}|{case}"] = {"warm": dict(warm), "cold": dict(cold)}
+                    if make is ours:  # a new process on a machine that never read the catalog (no rows cache)
+                        with server.counting() as fresh:
+                            check(_hook(make(**properties, manifest_cache_dir="")), table_id)
+                        counts[f"{sensor}|{case}"]["cold_new_machine"] = dict(fresh)
                     results["expected"][f"{sensor}|{case}"] = repr(answer)
                 results["s3"].setdefault(str(size), {})[make.__name__] = counts
                 log(

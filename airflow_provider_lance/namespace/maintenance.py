@@ -34,8 +34,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-import pyarrow as pa
-
 from airflow_provider_lance.namespace import fragments
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
@@ -51,35 +49,37 @@ DEFAULT_KEEP = timedelta(minutes=10)
 # Readers (ManifestTable) trust "no manifest N+1 => N is the latest" only for this long after they last saw N
 # as the latest; a clean-up window shorter than this could remove N+1 under them, so none is accepted.
 REVALIDATE_AFTER = timedelta(minutes=2)
+COMPACTION_RETRIES = 2
 _LOCK = threading.Lock()
 _RUNNING: set[str] = set()  # manifest URIs being maintained by this process
 
 
-def compact(manifest: _Manifest) -> dict[str, int]:
+def compact(manifest: _Manifest, retries: int | None = None) -> dict[str, int]:
     """Rewrite every row of ``__manifest`` into one data file, as one commit taken in turn with the instance's
-    writers (see ``fragments.commit_rewrite``); returns the fragments before and after."""
+    writers (see ``fragments.commit_rewrite``); returns the fragments before and after. ``retries``: how often a
+    lost race is retried (default: the namespace's ``commit_retries``)."""
     attempts: list[list[FragmentMetadata]] = []
-    scanned: list[pa.Table] = []
 
     def write(snapshot: Any, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, int]:
         if attempts and fragments.holds(dataset, attempts[-1]):
             return dataset, len(attempts[-1])  # the last attempt landed though its commit reported a conflict
         before = len(dataset.get_fragments())
-        scanned[:] = [dataset.to_table()]
-        attempts.append(fragments.write_rows(dataset, scanned[0], manifest.storage_options or None))
+        # the version's rows are in memory (read incrementally): no scan, so the race window is one write
+        rows = snapshot.table().cast(dataset.schema)
+        attempts.append(fragments.write_rows(dataset, rows, manifest.storage_options or None))
         return fragments.commit_rewrite(dataset, attempts[-1], manifest.storage_options or None), before
 
     try:
-        before = manifest.commit(write, lambda table: scanned[0].select(table.column_names), maintain=False)
+        before = manifest.commit(write, lambda table: table, maintain=False, retries=retries)
     finally:
         for refused in attempts[:-1]:  # each lost to a conflict (the next attempt did not find it landed)
             fragments.delete_files(manifest.storage, MANIFEST_DIR, refused)
     return {"fragments_before": before, "fragments_after": len(attempts[-1]) if attempts else before}
 
 
-def _compact(manifest: _Manifest, result: dict[str, Any]) -> None:
+def _compact(manifest: _Manifest, result: dict[str, Any], retries: int | None) -> None:
     try:
-        outcome = compact(manifest)
+        outcome = compact(manifest, retries)
     except Exception as error:  # lost every race with writers: skip, retried at the next threshold
         result["compaction_skipped"] = f"{type(error).__name__}: {error}"
         log.info("__manifest compaction skipped: %s", error)
@@ -128,9 +128,11 @@ def run(
     cleanup: bool = True,
     keep: timedelta = DEFAULT_KEEP,
     min_fragments: int = 2,
+    retries: int | None = None,
 ) -> dict[str, Any]:
     """Compact (when the table has at least ``min_fragments`` fragments) and clean up versions older than
-    ``keep`` on ``manifest``'s latest version; returns what was done."""
+    ``keep`` on ``manifest``'s latest version; returns what was done. ``retries``: of a compaction that loses
+    a race with writers (default: the namespace's ``commit_retries``)."""
     if cleanup and keep < REVALIDATE_AFTER:
         raise ValueError(
             f"The clean-up window must be at least {REVALIDATE_AFTER} (readers rely on recent versions staying "
@@ -143,7 +145,7 @@ def run(
     result: dict[str, Any] = {"version_before": dataset.version, "compacted": False, "versions_removed": 0}
     fragments = len(dataset.get_fragments())
     if compact and fragments >= max(min_fragments, 2):
-        _compact(manifest, result)
+        _compact(manifest, result, retries)
     elif compact:
         result["fragments_before"] = result["fragments_after"] = fragments
     if cleanup:
@@ -175,7 +177,8 @@ def maybe_maintain(manifest: _Manifest, version: int, policy: MaintenancePolicy)
             compact = compact and latest is not None and len(latest.get_fragments()) > policy.fragment_threshold
             if not (compact or cleanup):
                 return None
-            result = run(manifest, compact=compact, cleanup=cleanup, keep=policy.keep)
+            # optional work: after two lost races it waits for the next threshold instead of holding up writers
+            result = run(manifest, compact=compact, cleanup=cleanup, keep=policy.keep, retries=COMPACTION_RETRIES)
         finally:
             with _LOCK:
                 _RUNNING.discard(uri)
@@ -200,7 +203,9 @@ class _Manifest(Protocol):
 
     def latest(self) -> lance.LanceDataset | None: ...
 
-    def commit(self, write: Callable[..., Any], change: Callable[..., Any] | None, *, maintain: bool) -> Any: ...
+    def commit(
+        self, write: Callable[..., Any], change: Callable[..., Any] | None, *, maintain: bool, retries: int | None
+    ) -> Any: ...
 
 
 def maintain_manifest(

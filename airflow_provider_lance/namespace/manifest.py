@@ -38,12 +38,18 @@ from airflow_provider_lance.namespace.manifest_rows import (
     table_and_versions_filter,
 )
 from airflow_provider_lance.namespace.rows_cache import RowsCache
-from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore, append_rows, fragment_keys
+from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore, append_rows
 from airflow_provider_lance.namespace.storage import Storage
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
 _TURN_TIMEOUT_SECONDS = 2.0
+# Attempts of an insert as a guarded append before it turns to merge-inserts: under heavy contention every
+# concurrent commit would fail the append again (measured: starved after 20 retries with 8 writer processes).
+_GUARDED_APPENDS = 3
+# How often a merge-insert retries inside pylance before this engine re-reads and retries it: pylance rebases it
+# over other writers' inserts of other ids; a longer inner loop waits out pylance's own (long) backoff.
+_MERGE_INSERT_RETRIES = 2
 _MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?:[^"\\]|\\.)*)"')
 
 
@@ -231,37 +237,40 @@ class ManifestTable:
         """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists.
         ``replacing``: a filter of rows deleted in the same commit (a rename: new ids in, old ids out).
 
-        The first attempt is a guarded append (fragments.py): the ids are checked against the version the
-        commit goes on top of, and any concurrent commit fails it. When it does, the write is contended:
-        the next attempts are pylance merge-inserts, which rebase over other writers' inserts of other ids
-        by themselves (only the same id conflicts) instead of re-reading and losing again."""
+        The first attempts are guarded appends (fragments.py): the ids are checked against the version the
+        commit goes on top of, and any concurrent commit fails it. After ``_GUARDED_APPENDS`` of them the write
+        is contended: the next attempts are pylance merge-inserts, which rebase over other writers' inserts of
+        other ids by themselves (only the same id conflicts) instead of re-reading and losing again."""
         data = rows_table(rows)
         ids = data["object_id"].to_pylist()
         duplicate = next((oid for oid, count in Counter(ids).items() if count > 1), None)
         if duplicate is not None:
             raise DuplicateObjectError(duplicate)
         written: list[FragmentMetadata] = []
-        contended = replacing is not None
+        appends = 0 if replacing is None else _GUARDED_APPENDS  # the attempts made as guarded appends
 
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-            nonlocal contended
-            if written:
-                if fragments.holds(dataset, written):
-                    return dataset, None  # the append landed though its commit reported a conflict
-                fragments.delete_files(self.storage, MANIFEST_DIR, written)  # no version holds it: none will
-                written.clear()
-                contended = True
-            if contended:
+            nonlocal appends
+            if written and fragments.holds(dataset, written):
+                return dataset, None  # the append landed though its commit reported a conflict
+            if appends >= _GUARDED_APPENDS:
+                if written:
+                    fragments.delete_files(self.storage, MANIFEST_DIR, written)  # no version holds it: none will
+                    written.clear()
                 builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
                 if replacing is not None:
                     builder = builder.when_not_matched_by_source_delete(replacing)
-                builder.conflict_retries(self.commit_retries).execute(data)
+                builder.conflict_retries(_MERGE_INSERT_RETRIES).execute(data)
                 return dataset, None
+            appends += 1
             _, positions = snapshot.index()
             existing = next((oid for oid in ids if oid in positions), None)
             if existing is not None:
+                if written:
+                    fragments.delete_files(self.storage, MANIFEST_DIR, written)  # no version holds it: none will
                 raise DuplicateObjectError(existing)
-            written.extend(fragments.write_rows(dataset, data, self.storage_options or None))
+            if not written:
+                written.extend(fragments.write_rows(dataset, data, self.storage_options or None))
             return fragments.commit_append(dataset, written, self.storage_options or None), None
 
         try:
@@ -357,6 +366,7 @@ class ManifestTable:
         change: Callable[[pa.Table], pa.Table] | None = None,
         appended: list[str] | None = None,
         maintain: bool = True,
+        retries: int | None = None,
     ) -> _T:
         """The one place every ``__manifest`` write passes: ``write`` commits on a private copy of the latest
         snapshot and returns the committed dataset (and its result), which is published. A conflicting commit
@@ -364,14 +374,15 @@ class ManifestTable:
         ``change``: how the commit changed the rows, applied to the cached rows when the commit is exactly the
         next version (no other writer in between) instead of scanning the table again; ``appended``: the ids of
         rows the change only appended, so that the id index grows instead of being rebuilt. Maintenance
-        (compaction, clean-up of old versions) runs when a commit crosses its threshold.
+        (compaction, clean-up of old versions) runs when a commit crosses its threshold, unless ``maintain`` is
+        false; ``retries``: how often a conflict is retried (default: ``commit_retries``).
 
         Threads of this instance take turns (they would only conflict with each other); a thread that waited
         starts from the snapshot the previous one published, not from the one its operation checked out."""
         with self._turn() as waited:
             if waited:
                 self._scope.snapshot = None
-            return self._commit_attempts(write, change, appended, maintain)
+            return self._commit_attempts(write, change, appended, maintain, retries)
 
     @contextmanager
     def _turn(self) -> Iterator[bool]:
@@ -392,8 +403,10 @@ class ManifestTable:
         change: Callable[[pa.Table], pa.Table] | None,
         appended: list[str] | None,
         maintain: bool,
+        retries: int | None,
     ) -> _T:
-        for attempt in range(self.commit_retries + 1):
+        retries = self.commit_retries if retries is None else retries
+        for attempt in range(retries + 1):
             snapshot = self._snapshot() or self._create()
             feature_flags.check_writable(snapshot.metadata)
             try:
@@ -402,17 +415,16 @@ class ManifestTable:
                 self._scope.snapshot = None  # the next read must see the winning writer's rows
                 if not _is_commit_conflict(error):
                     raise
-                if attempt == self.commit_retries:
+                if attempt == retries:
                     raise ConcurrentModificationError(
-                        f"__manifest commit still conflicting after {self.commit_retries} retries: {error}"
+                        f"__manifest commit still conflicting after {retries} retries: {error}"
                     ) from error
                 if attempt:
-                    time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))  # de-synchronise, about one commit long
+                    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 5)))  # back off, de-synchronised
                 continue
             published = Snapshot.of(dataset)
             if change is not None and snapshot.rows is not None and dataset.version == snapshot.version + 1:
                 published.rows = change(snapshot.rows)
-                published.fragments = fragment_keys(dataset.get_fragments())
                 if appended is not None and snapshot.positions is not None:  # rows added at the end only
                     start = snapshot.rows.num_rows
                     published.positions = {**snapshot.positions, **{oid: start + i for i, oid in enumerate(appended)}}

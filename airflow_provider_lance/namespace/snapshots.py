@@ -45,7 +45,8 @@ REVALIDATE_AFTER_SECONDS = 120.0
 # A directory mtime is trusted as a "nothing changed" stamp only once it is this old: file system timestamps
 # have a coarse resolution, so a change within the same tick could leave the same mtime.
 _SETTLED_NANOS = 2_000_000_000
-COLUMNS = ["object_id", "object_type", "location", "metadata"]
+# Every column of ``__manifest``: the cached rows are a whole version, which a compaction writes back as is.
+COLUMNS = ["object_id", "object_type", "location", "metadata", "base_objects"]
 
 
 @dataclass
@@ -61,7 +62,7 @@ class Snapshot:
     verified_at: float = field(default_factory=time.monotonic)
     rows: pa.Table | None = None
     positions: dict[str, int] | None = None
-    # fragment id -> (data files, deletion file) of the fragments ``rows`` were read from
+    # fragment id -> (data files, deletion file) of the version's fragments, once computed
     fragments: dict[int, FragmentKey] | None = None
     base: Snapshot | None = None  # an earlier version whose rows this one may extend (dropped once read)
     opener: Callable[[int], lance.LanceDataset] | None = None  # opens ``version`` when no dataset is held
@@ -87,31 +88,31 @@ class Snapshot:
 
     def table(self) -> pa.Table:
         """Every row, read once per version: only the fragments added since the base version when that is all
-        that changed (the usual step between versions: other writers' inserts), else one full scan (which
-        costs less than a filtered one)."""
+        that changed (the usual step between versions: other writers' inserts), else one full scan."""
         if self.rows is None:
             base, self.base = self.base, None
             current = self.dataset.get_fragments()
-            keys = fragment_keys(current)
-            if (
-                base is not None
-                and base.rows is not None
-                and base.fragments is not None
-                and all(keys.get(fragment_id) == key for fragment_id, key in base.fragments.items())
-            ):
-                added = [fragment for fragment in current if fragment.fragment_id not in base.fragments]
-                rows = self.dataset.scanner(columns=COLUMNS, fragments=added).to_table() if added else None
-                self.rows = append_rows(base.rows, rows) if rows is not None else base.rows
-                if base.positions is not None and rows is not None:
-                    start = base.rows.num_rows
-                    ids = rows["object_id"].to_pylist()
-                    self.positions = {**base.positions, **{oid: start + i for i, oid in enumerate(ids)}}
-                elif rows is None:
-                    self.positions = base.positions
+            self.fragments = fragment_keys(current)
+            known = base.fragment_keys() if base is not None and base.rows is not None else None
+            if known is not None and all(self.fragments.get(number) == key for number, key in known.items()):
+                added = [fragment for fragment in current if fragment.fragment_id not in known]
+                self.rows, self.positions = base.rows, base.positions
+                if added:
+                    rows = self.dataset.scanner(columns=COLUMNS, fragments=added).to_table()
+                    self.rows = append_rows(base.rows, rows)
+                    if base.positions is not None:
+                        start = base.rows.num_rows
+                        new = {oid: start + i for i, oid in enumerate(rows["object_id"].to_pylist())}
+                        self.positions = {**base.positions, **new}
             else:
                 self.rows = self.dataset.to_table(columns=COLUMNS)
-            self.fragments = keys
         return self.rows
+
+    def fragment_keys(self) -> dict[int, FragmentKey] | None:
+        """The keys of the fragments ``rows`` hold (None when unknown without opening the table)."""
+        if self.fragments is None and self._dataset is not None:
+            self.fragments = fragment_keys(self._dataset.get_fragments())
+        return self.fragments
 
     def index(self) -> tuple[pa.Table, dict[str, int]]:
         """The rows and ``object_id`` → row position (lookups by id become dictionary hits)."""
