@@ -185,12 +185,9 @@ class ManifestTable:
         if snapshot is None:
             return {}
         table, positions = snapshot.index()
-        found = {}
-        for oid in object_ids:
-            position = positions.get(oid)
-            if position is not None:
-                found[oid] = ManifestRow.from_arrow(table.slice(position, 1).to_pylist()[0])
-        return found
+        wanted = {oid: positions[oid] for oid in object_ids if oid in positions}
+        rows = table.take(list(wanted.values())).to_pylist() if wanted else []  # one take for all ids
+        return {oid: ManifestRow.from_arrow(row) for oid, row in zip(wanted, rows, strict=True)}
 
     def children(self, prefix: str, object_type: str | None = None) -> list[ManifestRow]:
         """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""

@@ -43,12 +43,15 @@ class RowsCache:
     def _path(self, version: int, e_tag: str) -> Path:
         return self.directory / f"{version:020d}-{hashlib.sha256(e_tag.encode()).hexdigest()[:16]}.arrow"
 
-    def load(self, version: int, e_tag: str) -> tuple[pa.Table, dict[str, str]] | None:
-        """The rows and table metadata of manifest ``version`` whose file has ``e_tag``, if cached."""
+    def load(self, version: int, e_tag: str, columns: list[str]) -> tuple[pa.Table, dict[str, str]] | None:
+        """The rows and table metadata of manifest ``version`` whose file has ``e_tag``, if cached with exactly
+        ``columns`` (an entry of another release of this engine is a miss)."""
         try:
             with pa.memory_map(str(self._path(version, e_tag))) as source:
                 table = pa.ipc.open_file(source).read_all()
         except (OSError, pa.ArrowInvalid):
+            return None
+        if table.column_names != columns:
             return None
         metadata = json.loads((table.schema.metadata or {}).get(_METADATA_KEY, b"{}"))
         return table.replace_schema_metadata(None), metadata

@@ -189,7 +189,7 @@ class SnapshotStore:
         if parsed is None or parsed[1] != V2 or head is None or not head[1]:
             return self.publish(self._open(None))
         version, e_tag = parsed[0], head[1]
-        cached = self._cache.load(version, e_tag) if self._cache is not None else None
+        cached = self._cache.load(version, e_tag, COLUMNS) if self._cache is not None else None
         if cached is None:
             snapshot = self._open(None)
             if snapshot is not None and snapshot.version == version:

@@ -353,12 +353,7 @@ def stage_dataframes(
     be committed: every table stays at its old version (new tables stay declared with no version). Data files
     already written are left for cleanup.
 
-    Spark settings: the jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` unless the
-    session sets that key (then its value is kept). With any smaller cap Spark measures the Arrow batch after
-    every row it hands to the Python workers, which doubles the cost of the transfer
-    (:func:`uncapped_arrow_batches`). Setting it in the session (``spark-submit --conf``) gives other Arrow
-    Python UDFs the same speed-up; set a smaller value only if ``spark.sql.execution.arrow.maxRecordsPerBatch``
-    rows (10,000 by default) can outgrow a Python worker's memory.
+    Spark settings: as for :func:`stage_dataframe` (``spark.sql.execution.arrow.maxBytesPerBatch``).
 
     :param namespace: the namespace that will commit the versions.
     :param tables: ``{"ns.table": df}`` or ``[(table_id, df), ...]``.

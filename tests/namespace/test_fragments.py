@@ -73,11 +73,17 @@ def test_new_fragments_never_reuse_an_id(tmp_path: Path) -> None:
     assert sorted(dataset.to_table()["id"].to_pylist()) == ["a", "b", "c", "e"]
 
 
+@pytest.fixture
+def ns(tmp_path: Path) -> DirectoryNamespace:
+    """A catalog with one namespace, ``a``."""
+    namespace = DirectoryNamespace(root=str(tmp_path))
+    namespace.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    return namespace
+
+
 def test_an_insert_whose_commit_landed_but_reported_a_conflict_is_not_a_duplicate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ns: DirectoryNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ns = DirectoryNamespace(root=str(tmp_path))
-    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
     commit = fragments.commit_append
     calls = []
 
@@ -98,10 +104,8 @@ def test_an_insert_whose_commit_landed_but_reported_a_conflict_is_not_a_duplicat
 
 
 def test_data_files_of_an_insert_that_lost_the_race_are_removed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ns: DirectoryNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ns = DirectoryNamespace(root=str(tmp_path))
-    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
     manifest = ns.manifest
     data_dir = tmp_path / "__manifest" / "data"
     files_before = set(data_dir.iterdir())

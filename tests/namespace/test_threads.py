@@ -12,7 +12,7 @@ import lance_namespace as ln
 import pyarrow as pa
 import pytest
 
-from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace import DirectoryNamespace, fragments
 
 THREADS = 8
 OPERATIONS = 25
@@ -76,3 +76,39 @@ def test_pylance_writers_in_many_threads_through_one_instance(tmp_path: Path, ma
     for index in range(WRITERS):
         dataset = lance.dataset(namespace_client=ns, table_id=["w", f"t{index}"])
         assert (dataset.version, dataset.count_rows()) == (4, 4)
+
+
+def test_writers_of_one_instance_take_turns_instead_of_conflicting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = DirectoryNamespace(root=str(tmp_path))
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    commit = fragments.commit_append
+    commits: list[int] = []
+    conflicts: list[int] = []
+
+    def counted(*args, **kwargs):
+        commits.append(1)
+        try:
+            return commit(*args, **kwargs)
+        except Exception:
+            conflicts.append(1)
+            raise
+
+    monkeypatch.setattr(fragments, "commit_append", counted)
+
+    def declare(worker: int) -> None:
+        for i in range(10):
+            ns.declare_table(ln.DeclareTableRequest(id=["a", f"w{worker}_{i}"]))
+
+    threads = [threading.Thread(target=declare, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert sorted(ns.list_tables(ln.ListTablesRequest(id=["a"])).tables) == sorted(
+        f"w{worker}_{i}" for worker in range(4) for i in range(10)
+    )
+    assert conflicts == []  # each thread committed on the snapshot the previous one published
+    assert len(commits) == 40

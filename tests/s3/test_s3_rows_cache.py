@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import lance_namespace as ln
+import pyarrow as pa
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from tests.s3.conftest import BUCKET, MotoServer
@@ -90,6 +91,22 @@ def test_a_broken_entry_falls_back_to_the_table(moto_server: MotoServer, s3_root
     cold = DirectoryNamespace(**props)
     assert _namespaces(cold) == ["a"]
     assert _opened(cold)
+
+
+def test_an_entry_with_other_columns_is_a_miss(moto_server: MotoServer, s3_root: str, tmp_path: Path) -> None:
+    props = _props(moto_server, s3_root, tmp_path / "cache")
+    DirectoryNamespace(**props).create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    _warm(props)
+    for entry in (tmp_path / "cache").rglob("*.arrow"):  # as another release of the engine would have cached it
+        with pa.memory_map(str(entry)) as source:
+            older = pa.ipc.open_file(source).read_all().drop_columns(["base_objects"])
+        with pa.OSFile(str(entry), "wb") as sink, pa.ipc.new_file(sink, older.schema) as writer:
+            writer.write_table(older)
+
+    cold = DirectoryNamespace(**props)
+    assert _namespaces(cold) == ["a"]
+    cold.create_namespace(ln.CreateNamespaceRequest(id=["b"]))
+    assert _namespaces(DirectoryNamespace(**props)) == ["a", "b"]
 
 
 def test_an_empty_cache_dir_turns_the_cache_off(moto_server: MotoServer, s3_root: str, tmp_path: Path) -> None:
