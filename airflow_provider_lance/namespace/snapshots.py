@@ -92,20 +92,22 @@ class Snapshot:
         if self.rows is None:
             base, self.base = self.base, None
             current = self.dataset.get_fragments()
-            self.fragments = fragment_keys(current)
+            keys = fragment_keys(current)
             known = base.fragment_keys() if base is not None and base.rows is not None else None
-            if known is not None and all(self.fragments.get(number) == key for number, key in known.items()):
+            if known is not None and all(keys.get(number) == key for number, key in known.items()):
                 added = [fragment for fragment in current if fragment.fragment_id not in known]
-                self.rows, self.positions = base.rows, base.positions
+                rows, positions = base.rows, base.positions
                 if added:
-                    rows = self.dataset.scanner(columns=COLUMNS, fragments=added).to_table()
-                    self.rows = append_rows(base.rows, rows)
-                    if base.positions is not None:
-                        start = base.rows.num_rows
-                        new = {oid: start + i for i, oid in enumerate(rows["object_id"].to_pylist())}
-                        self.positions = {**base.positions, **new}
+                    new = self.dataset.scanner(columns=COLUMNS, fragments=added).to_table()
+                    if positions is not None:
+                        start = rows.num_rows
+                        ids = new["object_id"].to_pylist()
+                        positions = {**positions, **{oid: start + i for i, oid in enumerate(ids)}}
+                    rows = append_rows(rows, new)
             else:
-                self.rows = self.dataset.to_table(columns=COLUMNS)
+                rows, positions = self.dataset.to_table(columns=COLUMNS), None
+            # published together, positions first: another thread that sees the rows sees their positions
+            self.fragments, self.positions, self.rows = keys, positions, rows
         return self.rows
 
     def fragment_keys(self) -> dict[int, FragmentKey] | None:
