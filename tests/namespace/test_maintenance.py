@@ -219,3 +219,15 @@ def test_cleanup_refuses_a_window_shorter_than_readers_trust(tmp_path: Path) -> 
     with pytest.raises(ValueError, match="at least"):
         maintain_manifest(ns, older_than=maintenance.REVALIDATE_AFTER - timedelta(seconds=1))
     assert maintain_manifest(ns, cleanup=False, older_than=timedelta(0))["compacted"] is True
+
+
+def test_compaction_keeps_the_table_metadata(tmp_path: Path, no_auto_maintenance: dict[str, str]) -> None:
+    ns = _catalog(tmp_path, 6, table_version_management="true", **no_auto_maintenance)
+    before = dict(lance.dataset(str(tmp_path / "__manifest")).metadata)
+    assert before.get("table_version_management") == "true"
+
+    assert maintain_manifest(ns, cleanup=False)["compacted"]
+
+    assert _fragments(tmp_path) == 1
+    assert dict(lance.dataset(str(tmp_path / "__manifest")).metadata) == before  # flags and management kept
+    assert DirectoryNamespace(root=str(tmp_path)).catalog.managed()
