@@ -78,8 +78,9 @@ REASONS = {
     "poke_cold": (
         "A new process answers from the rows cache when a process of its machine read the newest manifest "
         "file before (the freshness LIST names the file and its e-tag: 1 request, plus the table's own listing "
-        "for the cases below); the first process of a machine must open `__manifest` with pylance (the LIST, a "
-        "HEAD and 3-4 GETs for the manifest and its data file) before the warm poke's requests.",
+        "for the cases below); the first process of a machine opens `__manifest` with pylance at the version the "
+        "LIST named (no second listing): pylance's HEAD and 4 GETs for the manifest and its data file, 8 GETs at "
+        "10,000 tables, where the data file is read in more ranges.",
         "Use `mode='poke'` or `deferrable=True` (the trigger keeps its hook: every poke after the first is "
         "warm); a rows object written next to each manifest version would make every machine's first poke 2 "
         "requests, at one more PUT per write.",

@@ -193,11 +193,10 @@ class SnapshotStore:
         version, e_tag = parsed[0], head[1]
         cached = self._cache.load(version, e_tag, COLUMNS) if self._cache is not None else None
         if cached is None:
-            snapshot = self._open(None)
-            if snapshot is not None and snapshot.version == version:
-                snapshot.e_tag = e_tag  # the listing just named it: no HEAD
-                return self.publish(snapshot, identify=False)
-            return self.publish(snapshot)
+            try:  # the listing named the version: pylance needs no listing of its own, nor a HEAD
+                return self.publish(Snapshot.of(self._open_version(version), e_tag), identify=False)
+            except (ValueError, OSError):
+                return self.publish(self._open(None))  # gone since (an outside clean-up): open the latest
         rows, metadata = cached
         snapshot = Snapshot(version, metadata, e_tag, rows=rows, opener=self._open_version, cached=True)
         return self.publish(snapshot, identify=False)
