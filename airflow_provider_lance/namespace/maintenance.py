@@ -148,18 +148,18 @@ def run(
         _compact(manifest, result, retries)
     elif compact:
         result["fragments_before"] = result["fragments_after"] = fragments
+    dataset = manifest.latest() if result["compacted"] else dataset  # the compaction's version
     if cleanup:
-        latest = copy.copy(manifest.latest())  # a private copy: the published dataset is never mutated
-        _cleanup(latest, keep, result)
-    result["version_after"] = manifest.latest().version
+        _cleanup(copy.copy(dataset), keep, result)  # a private copy: the published dataset is never mutated
+    result["version_after"] = dataset.version
     result["seconds"] = round(time.perf_counter() - started, 4)
     return result
 
 
 def maybe_maintain(manifest: _Manifest, version: int, policy: MaintenancePolicy) -> dict[str, Any] | None:
     """The automatic trigger, called after every ``__manifest`` commit. Compaction is checked on every
-    ``policy.check_every``-th version (each read and each merge-insert scans every fragment: ~2 requests per
-    fragment); clean-up runs on every ``policy.cleanup_every``-th (``checkout_latest`` lists ``_versions/``,
+    ``policy.check_every``-th version (every commit lists every fragment, and a full read reads each); clean-up
+    runs on every ``policy.cleanup_every``-th (``checkout_latest`` lists ``_versions/``,
     so its cost grows with the versions). Costs one in-memory version check otherwise; never raises (a write
     has succeeded)."""
     try:
@@ -173,12 +173,15 @@ def maybe_maintain(manifest: _Manifest, version: int, policy: MaintenancePolicy)
                 return None
             _RUNNING.add(uri)
         try:
-            latest = manifest.latest()
-            compact = compact and latest is not None and len(latest.get_fragments()) > policy.fragment_threshold
-            if not (compact or cleanup):
-                return None
             # optional work: after two lost races it waits for the next threshold instead of holding up writers
-            result = run(manifest, compact=compact, cleanup=cleanup, keep=policy.keep, retries=COMPACTION_RETRIES)
+            result = run(
+                manifest,
+                compact=compact,
+                cleanup=cleanup,
+                keep=policy.keep,
+                min_fragments=policy.fragment_threshold + 1,
+                retries=COMPACTION_RETRIES,
+            )
         finally:
             with _LOCK:
                 _RUNNING.discard(uri)

@@ -186,11 +186,10 @@ class SnapshotStore:
     def _cold(self) -> Snapshot | None:
         """The first check of a process with a rows cache: the newest manifest file and its e-tag (one
         listing), answered from the cache when an earlier process read that very file."""
-        head = self._storage.first_entry(versions_dir(MANIFEST_DIR))
-        parsed = parse_manifest_name(head[0]) if head else None
-        if parsed is None or parsed[1] != V2 or head is None or not head[1]:
+        newest = self._newest()
+        if newest is None or not newest[1]:
             return self.publish(self._open(None))
-        version, e_tag = parsed[0], head[1]
+        version, e_tag = newest
         cached = self._cache.load(version, e_tag, COLUMNS) if self._cache is not None else None
         if cached is None:
             try:  # the listing named the version: pylance needs no listing of its own, nor a HEAD
@@ -201,6 +200,13 @@ class SnapshotStore:
         snapshot = Snapshot(version, metadata, e_tag, rows=rows, opener=self._open_version, cached=True)
         return self.publish(snapshot, identify=False)
 
+    def _newest(self) -> tuple[int, str | None] | None:
+        """The newest V2 manifest's version and e-tag, from one ``LIST MaxKeys=1`` on S3 (V2 names sort newest
+        first); None when there is none."""
+        head = self._storage.first_entry(versions_dir(MANIFEST_DIR))
+        parsed = parse_manifest_name(head[0]) if head else None
+        return (parsed[0], head[1]) if head and parsed and parsed[1] == V2 else None
+
     def _open_version(self, version: int) -> lance.LanceDataset:
         return lance.dataset(self.uri, version=version, storage_options=self._storage_options)
 
@@ -208,11 +214,8 @@ class SnapshotStore:
         if self._storage.scheme == "memory":
             return True  # pylance's memory store is private to the objects of this instance: only we write
         if self._storage.scheme in ("s3", "s3a"):
-            head = self._storage.first_entry(versions_dir(MANIFEST_DIR))
-            parsed = parse_manifest_name(head[0]) if head else None
-            if parsed is None or parsed != (snapshot.version, V2):
-                return False
-            return _same_file(snapshot, head[1])
+            newest = self._newest()
+            return newest is not None and newest[0] == snapshot.version and _same_file(snapshot, newest[1])
         now = time.monotonic()
         if now - snapshot.verified_at > REVALIDATE_AFTER_SECONDS:
             return False
