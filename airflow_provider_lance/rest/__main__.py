@@ -1,0 +1,192 @@
+"""``lance-namespace-server`` (also ``python -m airflow_provider_lance.rest``): the Lance REST Namespace server
+over the provider's engine.
+
+Properties come from ``--root``, repeated ``--property KEY=VALUE``, ``--properties-file`` (JSON, for
+credentials: argv is visible to every user of the machine) and the ``LANCE_NAMESPACE_PROPERTIES`` environment
+variable (JSON, as the Spark staging job takes them). The server prints ``Serving on http://HOST:PORT`` with
+the port it really listens on (``--port 0``: an ephemeral one) once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import logging
+import os
+import socket
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+from airflow_provider_lance.rest.app import ServerSettings, create_app
+
+DEFAULT_PORT = 2333  # the protocol's default
+_APP_ENV = "LANCE_REST_SERVER_CONFIG"  # how worker processes get the configuration (never argv)
+
+log = logging.getLogger("airflow_provider_lance.rest")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lance-namespace-server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", help="the catalog root (a path or URI such as s3://bucket/catalog)")
+    parser.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a namespace property (repeatable): table_version_management=true, storage.aws_region=...",
+    )
+    parser.add_argument("--properties-file", help="a JSON object of namespace properties (use it for credentials)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 2333; 0 = ephemeral)")
+    parser.add_argument("--token-file", help="accepted bearer tokens, one a line; every route but /health needs one")
+    parser.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="listen beyond loopback without --token-file (refused otherwise)",
+    )
+    parser.add_argument("--tls-certfile", help="TLS certificate chain (PEM); serves https")
+    parser.add_argument("--tls-keyfile", help="TLS private key (PEM)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes sharing the port (default 1)")
+    parser.add_argument("--threads", type=int, default=64, help="namespace calls served at once per worker")
+    parser.add_argument("--max-body-bytes", type=int, default=64 * 1024 * 1024, help="larger bodies get 413")
+    parser.add_argument("--body-timeout", type=float, default=30.0, help="seconds to receive a body (408 after)")
+    parser.add_argument("--no-page", action="store_true", help="do not serve the catalog page at /")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    return parser
+
+
+def _properties(args: argparse.Namespace) -> dict[str, str]:
+    properties: dict[str, str] = {}
+    environment = os.environ.get("LANCE_NAMESPACE_PROPERTIES")
+    if environment:
+        properties.update(_json_object(environment, "LANCE_NAMESPACE_PROPERTIES"))
+    if args.properties_file:
+        with open(args.properties_file, encoding="utf-8") as handle:
+            properties.update(_json_object(handle.read(), args.properties_file))
+    for item in args.property:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--property takes KEY=VALUE, not {item!r}")
+        properties[key] = value
+    if args.root:
+        properties["root"] = args.root
+    if "root" not in properties:
+        raise SystemExit("lance-namespace-server needs --root (or a 'root' property)")
+    return properties
+
+
+def _json_object(text: str, source: str) -> dict[str, str]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise SystemExit(f"{source} is not JSON") from None
+    if not isinstance(value, dict):
+        raise SystemExit(f"{source} must hold a JSON object")
+    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+
+
+def _tokens(path: str | None) -> frozenset[str]:
+    if not path:
+        return frozenset()
+    with open(path, encoding="utf-8") as handle:
+        tokens = frozenset(line.strip() for line in handle if line.strip() and not line.startswith("#"))
+    if not tokens:
+        raise SystemExit(f"--token-file {path} holds no token")
+    return tokens
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_app() -> Starlette:
+    """The app of one worker, from the configuration the parent put into the environment (uvicorn factory)."""
+    from airflow_provider_lance.namespace import DirectoryNamespace
+
+    config: dict[str, Any] = json.loads(os.environ[_APP_ENV])
+    properties: dict[str, str] = config["properties"]
+    namespace = DirectoryNamespace(**properties)
+    settings = ServerSettings(
+        tokens=frozenset(config["tokens"]),
+        max_body_bytes=config["max_body_bytes"],
+        body_timeout=config["body_timeout"],
+        threads=config["threads"],
+        vend_credentials=properties.get("credential_vending_enabled", "false").lower() == "true",
+    )
+    page_app = None
+    if config["page"]:
+        from airflow_provider_lance.page import create_page_app
+
+        page_app = create_page_app(namespace)
+    return create_app(namespace, settings, page_app)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the server until SIGTERM or SIGINT (in-flight requests finish first)."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    tokens = _tokens(args.token_file)
+    if not tokens and not _is_loopback(args.host) and not args.allow_unauthenticated:
+        raise SystemExit(
+            f"Refusing to listen on {args.host} without --token-file: anyone who reaches it could change the "
+            "catalog. Give --token-file, listen on 127.0.0.1, or pass --allow-unauthenticated."
+        )
+    if bool(args.tls_certfile) != bool(args.tls_keyfile):
+        raise SystemExit("--tls-certfile and --tls-keyfile go together")
+    config = {
+        "properties": _properties(args),
+        "tokens": sorted(tokens),
+        "max_body_bytes": args.max_body_bytes,
+        "body_timeout": args.body_timeout,
+        "threads": args.threads,
+        "page": not args.no_page,
+    }
+    os.environ[_APP_ENV] = json.dumps(config)
+    if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lance-rest-metrics-")
+
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))
+    sock.set_inheritable(True)
+    sock.listen(2048)  # connections wait in the backlog until the workers accept them
+    port = sock.getsockname()[1]
+    uvicorn_config = uvicorn.Config(
+        "airflow_provider_lance.rest.__main__:build_app",
+        factory=True,
+        workers=args.workers,
+        access_log=False,  # our access log has the request id and leaves the query string out
+        log_config=None,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=30,
+        ssl_certfile=args.tls_certfile,
+        ssl_keyfile=args.tls_keyfile,
+        server_header=False,
+    )
+    scheme = "https" if args.tls_certfile else "http"
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+    print(f"Serving on {scheme}://{host}:{port}", flush=True)
+    server = uvicorn.Server(uvicorn_config)
+    if args.workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
+        Multiprocess(uvicorn_config, target=server.run, sockets=[sock]).run()
+    else:
+        server.run(sockets=[sock])
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""The ASGI application: the route table over one ``LanceNamespace`` (our engine by default).
+
+One handler serves every operation: match the route, read the body within the limits, build the request
+model, call the namespace method on a worker thread (the engine is thread-safe and groups concurrent writes
+into shared ``__manifest`` commits), encode the result. Authentication, request ids, the access log and
+metrics are middleware; ``/health``, ``/ready`` and ``/metrics`` are plain routes; every other GET goes to
+the catalog page when one is mounted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+import anyio
+from lance_namespace import ErrorCode, LanceNamespace, LanceNamespaceError
+from lance_namespace_urllib3_client.models import ListNamespacesRequest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from airflow_provider_lance.rest.metrics import ServerMetrics
+from airflow_provider_lance.rest.requests import build_request
+from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
+from airflow_provider_lance.rest.routes import match_route
+
+access_log = logging.getLogger("airflow_provider_lance.rest.access")
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What bounds and guards the server.
+
+    :param tokens: Accepted bearer tokens; empty = no authentication (loopback only, see ``__main__``).
+    :param max_body_bytes: Larger request bodies get 413.
+    :param body_timeout: Seconds a client may take to send its body (408 after that).
+    :param threads: Namespace calls served at once (the rest wait for a thread).
+    :param vend_credentials: Whether responses may carry ``storage_options`` (the namespace's
+        ``credential_vending_enabled``); without it they are removed from every response.
+    """
+
+    tokens: frozenset[str] = field(default_factory=frozenset)
+    max_body_bytes: int = 64 * 1024 * 1024
+    body_timeout: float = 30.0
+    threads: int = 64
+    vend_credentials: bool = False
+
+
+class _RequestError(Exception):
+    """A request refused before it reaches the namespace (status, error code, message)."""
+
+    def __init__(self, status: int, message: str, code: int = ErrorCode.INVALID_INPUT) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+    def response(self, headers: dict[str, str] | None = None) -> JSONResponse:
+        return JSONResponse({"error": str(self), "code": int(self.code)}, status_code=self.status, headers=headers)
+
+
+def _state(scope: Scope) -> dict[str, Any]:
+    return scope.setdefault("state", {})
+
+
+class NamespaceService:
+    """The protocol's operations as one ASGI app (mounted at ``/`` behind the middleware)."""
+
+    def __init__(
+        self,
+        namespace: LanceNamespace,
+        settings: ServerSettings,
+        metrics: ServerMetrics,
+        page_app: ASGIApp | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.settings = settings
+        self.metrics = metrics
+        self.page_app = page_app
+        self.limiter = anyio.CapacityLimiter(settings.threads)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        try:
+            segments = [unquote(part, errors="strict") for part in raw_path.decode("ascii").strip("/").split("/")]
+        except (UnicodeDecodeError, ValueError):
+            await _RequestError(400, "The request path is not valid percent-encoded UTF-8").response()(
+                scope, receive, send
+            )
+            return
+        match = match_route(segments, scope["method"])
+        if match is None or (not match.method_allowed and segments[0] != "v1"):
+            if self.page_app is not None and segments[0] != "v1" and scope["method"] in ("GET", "HEAD"):
+                _state(scope)["operation"] = "page"
+                await self.page_app(scope, receive, send)
+                return
+            error = _RequestError(404, f"No route for {scope['method']} {scope['path']}", ErrorCode.UNSUPPORTED)
+            await error.response()(scope, receive, send)
+            return
+        route = match.route
+        _state(scope)["operation"] = route.operation
+        if not match.method_allowed:
+            allowed = ", ".join(sorted(route.methods))
+            error = _RequestError(405, f"{route.path} takes {allowed}", ErrorCode.UNSUPPORTED)
+            await error.response({"Allow": allowed})(scope, receive, send)
+            return
+        response = await self._serve(route, match.path_params, scope, receive)
+        await response(scope, receive, send)
+
+    async def _serve(self, route: Any, path_params: dict[str, str], scope: Scope, receive: Receive) -> Response:
+        request_id = _state(scope).get("request_id", "-")
+        try:
+            body = await self._read_body(scope, receive)
+            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+            request, data = build_request(route, path_params, query, body)
+            method = getattr(self.namespace, route.operation)
+            args = (request,) if data is None else (request, data)
+            result = await anyio.to_thread.run_sync(lambda: method(*args), limiter=self.limiter)
+        except _RequestError as error:
+            return error.response()
+        except Exception as error:  # every failure becomes the protocol's error body, never a traceback
+            if isinstance(error, LanceNamespaceError):
+                self.metrics.errors.labels(route.operation, str(int(error.code))).inc()
+            return exception_response(error, route.operation, request_id)
+        return result_response(route.operation, result, self.settings.vend_credentials)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        """The body, refused with 413 above the limit (before reading when Content-Length says so) and with
+        408 when the client takes longer than ``body_timeout`` to send it."""
+        limit = self.settings.max_body_bytes
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                raise _RequestError(413, f"The request body exceeds the server's limit of {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.settings.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _RequestError(400, "The client disconnected before sending its body")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise _RequestError(413, f"The request body exceeds the server's limit of {limit} bytes")
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise _RequestError(408, f"The request body did not arrive within {self.settings.body_timeout} s") from None
+
+    async def ready(self, request: Request) -> Response:
+        """Readiness: the catalog root answers a one-entry listing."""
+        try:
+            await anyio.to_thread.run_sync(
+                lambda: self.namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1)), limiter=self.limiter
+            )
+        except Exception as error:
+            reason = str(error) if isinstance(error, LanceNamespaceError) else type(error).__name__
+            return error_response(ErrorCode.SERVICE_UNAVAILABLE, f"The catalog root does not answer: {reason}")
+        return JSONResponse({"status": "ready"})
+
+
+class RequestContextMiddleware:
+    """A request id for every request (the client's ``X-Request-Id`` when it is sane), one access-log line
+    per request (method, path without the query string, status, milliseconds, operation) and the metrics."""
+
+    def __init__(self, app: ASGIApp, metrics: ServerMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        state = _state(scope)
+        state["request_id"] = request_id
+        status = 500
+        started = time.perf_counter()
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        self.metrics.in_flight.inc()
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            self.metrics.in_flight.dec()
+            elapsed = time.perf_counter() - started
+            operation = state.get("operation", "none")
+            self.metrics.requests.labels(operation, str(status)).inc()
+            self.metrics.latency.labels(operation).observe(elapsed)
+            access_log.info(
+                "%s %s %s %d %.1fms %s", request_id, scope["method"], scope["path"], status, elapsed * 1000, operation
+            )
+
+
+class BearerAuthMiddleware:
+    """With tokens configured, every route but ``/health`` needs ``Authorization: Bearer <token>`` (401)."""
+
+    def __init__(self, app: ASGIApp, tokens: frozenset[str]) -> None:
+        self.app = app
+        self.tokens = tuple(token.encode() for token in tokens)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.tokens or scope["path"] == "/health":
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope["headers"]).get(b"authorization", b"")
+        scheme, _, token = header.partition(b" ")
+        # compare with every token in constant time: the time taken says nothing about a token
+        valid = scheme.lower() == b"bearer" and any([hmac.compare_digest(token.strip(), t) for t in self.tokens])
+        if not valid:
+            _state(scope)["operation"] = "unauthenticated"
+            error = _RequestError(401, "A valid bearer token is required", ErrorCode.UNAUTHENTICATED)
+            await error.response({"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def create_app(
+    namespace: LanceNamespace,
+    settings: ServerSettings | None = None,
+    page_app: ASGIApp | None = None,
+) -> Starlette:
+    """The Lance REST Namespace server over ``namespace``.
+
+    :param namespace: Any ``lance_namespace.LanceNamespace`` (the provider's ``DirectoryNamespace`` in the
+        command line server).
+    :param settings: Limits and authentication.
+    :param page_app: An ASGI app answering the GET requests no protocol route takes (the catalog page).
+    """
+    settings = settings or ServerSettings()
+    metrics = ServerMetrics()
+    service = NamespaceService(namespace, settings, metrics, page_app)
+
+    async def metrics_endpoint(request: Request) -> Response:
+        return Response(metrics.exposition(), media_type="text/plain; version=0.0.4")
+
+    app = Starlette(
+        routes=[
+            Route("/health", _health, methods=["GET"]),
+            Route("/ready", service.ready, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
+            Mount("", app=service),
+        ]
+    )
+    app.add_middleware(BearerAuthMiddleware, tokens=settings.tokens)
+    app.add_middleware(RequestContextMiddleware, metrics=metrics)
+    app.state.namespace = namespace
+    app.state.metrics = metrics
+    return app

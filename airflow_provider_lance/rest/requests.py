@@ -1,0 +1,147 @@
+"""From an HTTP request (path, query string, body) to the operation's request model.
+
+The protocol's request model is the JSON body; the path carries the object id (joined with ``delimiter``,
+default ``$``; the delimiter alone is the root namespace) and, for the Arrow-body operations and the list
+operations, the query string carries the request fields. The path id wins over an ``id`` in the body, as
+in the reference. Unlike the reference, a field the model does not know is refused (InvalidInput) rather
+than ignored: a misspelt ``descending`` must not silently list ascending.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pydantic
+from lance_namespace import InvalidInputError
+
+from airflow_provider_lance.rest.routes import Body, Route
+
+DEFAULT_DELIMITER = "$"
+_QUERY_ONLY = frozenset({"delimiter"})
+
+
+def parse_id(text: str, delimiter: str) -> list[str]:
+    """An object id from its string form: the delimiter alone is the root namespace.
+
+    :param text: The percent-decoded path segment.
+    :param delimiter: The delimiter (``$`` unless the query string says otherwise).
+    """
+    if not delimiter:
+        raise InvalidInputError("The 'delimiter' query parameter must not be empty")
+    if text == delimiter:
+        return []
+    return text.split(delimiter)
+
+
+def _base_type(annotation: Any) -> Any:
+    """``Optional[Annotated[bool, ...]]`` → ``bool``; ``List[...]`` → ``list``; ``Dict[...]`` → ``dict``."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        elif origin is not None:
+            return origin
+        else:
+            return annotation
+
+
+def _query_value(name: str, values: Sequence[str], annotation: Any) -> Any:
+    """A query parameter typed as its model field: booleans ``true``/``false``, integers, lists (repeated
+    parameters), objects (JSON text, as the clients send ``properties`` and ``storage_options``)."""
+    kind = _base_type(annotation)
+    if kind is list:
+        return list(values)
+    if len(values) > 1:
+        raise InvalidInputError(f"Query parameter '{name}' is given {len(values)} times")
+    value = values[0]
+    if kind is bool:
+        if value.lower() not in ("true", "false"):
+            raise InvalidInputError(f"Query parameter '{name}' must be true or false, not {value!r}")
+        return value.lower() == "true"
+    if kind is int:
+        try:
+            return int(value)
+        except ValueError:
+            raise InvalidInputError(f"Query parameter '{name}' must be an integer, not {value!r}") from None
+    if kind is dict:
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise InvalidInputError(f"Query parameter '{name}' must be a JSON object") from None
+    return value
+
+
+def _fields(model: type[pydantic.BaseModel]) -> dict[str, str]:
+    """The wire names of a model's fields (their alias where one is set) → field names."""
+    return {(info.alias or name): name for name, info in model.model_fields.items()}
+
+
+def _json_body(body: bytes, route: Route) -> dict[str, Any]:
+    if not body.strip():
+        return {}
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InvalidInputError(f"The request body is not JSON: {error}") from None
+    if route.operation == "update_table_schema_metadata" and isinstance(payload, dict) and "metadata" not in payload:
+        payload = {"metadata": payload}  # the generated client sends the metadata map itself as the body
+    if not isinstance(payload, dict):
+        raise InvalidInputError(f"The request body must be a JSON object, not {type(payload).__name__}")
+    return payload
+
+
+def _validation_message(model: type[pydantic.BaseModel], error: pydantic.ValidationError) -> str:
+    """The failures by field, without echoing input values (which may hold credentials)."""
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in item['loc']) or 'body'}: {item['msg']}"
+        for item in error.errors(include_url=False, include_input=False)
+    )
+    return f"Invalid {model.__name__}: {problems}"
+
+
+def build_request(
+    route: Route,
+    path_params: Mapping[str, str],
+    query: Sequence[tuple[str, str]],
+    body: bytes,
+) -> tuple[pydantic.BaseModel, bytes | None]:
+    """The request model (and, for Arrow-body operations, the IPC data) of an HTTP request.
+
+    :param route: The matched route.
+    :param path_params: ``id`` and ``index_name`` from the path (empty in the ``POST /<OperationId>`` form).
+    :param query: The query string's parameters in order (repeats kept).
+    :param body: The request body.
+    :raises InvalidInputError: On a body that is not a JSON object, an unknown field, a value of the wrong
+        type or an id that does not parse.
+    """
+    model = route.request_model
+    fields = _fields(model)
+    grouped: dict[str, list[str]] = {}
+    for name, value in query:
+        grouped.setdefault(name, []).append(value)
+    unknown = sorted(set(grouped) - set(fields) - _QUERY_ONLY)
+    if unknown:
+        raise InvalidInputError(f"Unknown query parameter(s) for {route.operation_id}: {', '.join(unknown)}")
+    delimiter = grouped.pop("delimiter", [DEFAULT_DELIMITER])[-1]
+
+    payload: dict[str, Any] = {} if route.body is Body.ARROW else _json_body(body, route)
+    unknown = sorted(set(payload) - set(fields))
+    if unknown:
+        raise InvalidInputError(f"Unknown field(s) in the {route.operation_id} request: {', '.join(unknown)}")
+    for name, values in grouped.items():
+        payload[name] = _query_value(name, values, model.model_fields[fields[name]].annotation)
+    if "id" in path_params:
+        payload["id"] = parse_id(path_params["id"], delimiter)
+    if "index_name" in path_params:
+        payload["index_name"] = path_params["index_name"]
+    try:
+        request = model.model_validate(payload)
+    except pydantic.ValidationError as error:
+        raise InvalidInputError(_validation_message(model, error)) from None
+    return request, (body if route.body is Body.ARROW else None)

@@ -1,0 +1,123 @@
+"""From an operation's result or error to the HTTP response of the protocol.
+
+Errors carry the protocol's error body, ``{"error": <message>, "code": <ErrorCode>}``, with the HTTP status the
+reference ``RestAdapter`` gives the same code (measured and tested in ``tests/rest/test_differential.py``).
+Nothing but a ``lance_namespace`` error's own message ever reaches a client: any other exception is logged
+with its traceback and answered with code 18 and the request id to look it up.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pydantic
+from lance_namespace import ErrorCode, LanceNamespaceError
+from starlette.responses import JSONResponse, Response
+
+log = logging.getLogger(__name__)
+
+ARROW_STREAM = "application/vnd.apache.arrow.stream"
+
+_STATUS: dict[ErrorCode, int] = {
+    **dict.fromkeys(
+        (
+            ErrorCode.NAMESPACE_NOT_FOUND,
+            ErrorCode.TABLE_NOT_FOUND,
+            ErrorCode.TABLE_INDEX_NOT_FOUND,
+            ErrorCode.TABLE_TAG_NOT_FOUND,
+            ErrorCode.TRANSACTION_NOT_FOUND,
+            ErrorCode.TABLE_VERSION_NOT_FOUND,
+            ErrorCode.TABLE_COLUMN_NOT_FOUND,
+            ErrorCode.TABLE_BRANCH_NOT_FOUND,
+        ),
+        404,
+    ),
+    **dict.fromkeys(
+        (
+            ErrorCode.NAMESPACE_ALREADY_EXISTS,
+            ErrorCode.TABLE_ALREADY_EXISTS,
+            ErrorCode.TABLE_INDEX_ALREADY_EXISTS,
+            ErrorCode.TABLE_TAG_ALREADY_EXISTS,
+            ErrorCode.TABLE_BRANCH_ALREADY_EXISTS,
+            ErrorCode.CONCURRENT_MODIFICATION,
+            ErrorCode.NAMESPACE_NOT_EMPTY,
+            ErrorCode.INVALID_TABLE_STATE,
+        ),
+        409,
+    ),
+    ErrorCode.INVALID_INPUT: 400,
+    ErrorCode.TABLE_SCHEMA_VALIDATION_ERROR: 400,
+    ErrorCode.UNSUPPORTED: 406,
+    ErrorCode.PERMISSION_DENIED: 403,
+    ErrorCode.UNAUTHENTICATED: 401,
+    ErrorCode.SERVICE_UNAVAILABLE: 503,
+    ErrorCode.THROTTLING: 429,
+    ErrorCode.INTERNAL: 500,
+}
+
+
+def status_of(code: int) -> int:
+    """The HTTP status of a ``lance_namespace`` error code (500 for a code this release does not know)."""
+    try:
+        return _STATUS.get(ErrorCode(code), 500)
+    except ValueError:
+        return 500
+
+
+def error_response(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The protocol's error body with the status of its code.
+
+    :param code: The ``lance_namespace`` error code.
+    :param message: What went wrong, for the client.
+    :param headers: Extra response headers.
+    """
+    return JSONResponse({"error": message, "code": int(code)}, status_code=status_of(code), headers=headers)
+
+
+def exception_response(error: BaseException, operation: str, request_id: str) -> JSONResponse:
+    """The response for an exception raised by an operation: its own code and message for a namespace error,
+    a generic internal error (traceback in the server log only) for anything else."""
+    if isinstance(error, LanceNamespaceError):
+        return error_response(error.code, str(error))
+    if isinstance(error, NotImplementedError):  # pylance's implementations say "not supported" this way
+        return error_response(ErrorCode.UNSUPPORTED, f"{operation} is not supported by this namespace")
+    log.error("%s failed (request %s)", operation, request_id, exc_info=error)
+    return error_response(ErrorCode.INTERNAL, f"Internal error in {operation}; request id {request_id}")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+def _without_credentials(value: Any) -> Any:
+    """A response without ``storage_options`` anywhere in it (for implementations that return them)."""
+    if isinstance(value, dict):
+        return {k: _without_credentials(v) for k, v in value.items() if k != "storage_options"}
+    if isinstance(value, list):
+        return [_without_credentials(v) for v in value]
+    return value
+
+
+def result_response(operation: str, result: Any, vend_credentials: bool) -> Response:
+    """The HTTP response of an operation's result: JSON for models, dicts, numbers and text; the Arrow IPC
+    bytes themselves for ``query_table``; an empty 200 for the existence checks (as the reference).
+
+    :param operation: The operation name.
+    :param result: What the ``LanceNamespace`` method returned.
+    :param vend_credentials: Whether the namespace is configured to hand out storage credentials.
+    """
+    if operation == "query_table":
+        data = result.data if hasattr(result, "data") else result
+        return Response(bytes(data), media_type=ARROW_STREAM)
+    if operation in ("table_exists", "namespace_exists"):
+        return Response(status_code=200)
+    if operation == "count_table_rows":  # the clients read a bare integer
+        return Response(json.dumps(result.count if hasattr(result, "count") else result), media_type="application/json")
+    plain = _plain(result)
+    if isinstance(plain, dict) and not vend_credentials:
+        plain = _without_credentials(plain)
+    return JSONResponse(plain)

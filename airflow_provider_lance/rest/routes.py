@@ -1,0 +1,171 @@
+"""The route table of the Lance REST Namespace protocol: one row per ``LanceNamespace`` operation.
+
+Routes are the ``/v1/...`` paths the ``lance_namespace`` 0.13 clients call (the generated
+``lance_namespace_urllib3_client`` and pylance's Rust ``RestNamespace``), checked against the reference
+``RestAdapter``. Every operation is also reachable in the seed's form, ``POST /<OperationId>`` with the JSON
+request body (``POST /ListNamespaces``). Where the reference server and the clients disagree on the method
+(the reference serves ``count_rows``, ``stats``, ``tags/list`` and index ``stats`` as GET, the clients POST)
+both are accepted.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import typing
+from dataclasses import dataclass
+from functools import cached_property
+
+import pydantic
+from lance_namespace import LanceNamespace
+
+
+class Body(enum.Enum):
+    """What a request body holds."""
+
+    JSON = "json"  # the request model as JSON (query parameters may set fields too)
+    ARROW = "arrow"  # an Arrow IPC stream; the request fields come from the query string
+
+
+@dataclass(frozen=True)
+class Route:
+    """One operation of the protocol.
+
+    :param operation: The ``LanceNamespace`` method name.
+    :param path: The ``/v1`` path; ``{id}`` is the object's string identifier, ``{index_name}`` an index.
+    :param methods: The HTTP methods accepted.
+    :param body: What the body holds.
+    """
+
+    operation: str
+    path: str
+    methods: frozenset[str] = frozenset({"POST"})
+    body: Body = Body.JSON
+
+    @cached_property
+    def request_model(self) -> type[pydantic.BaseModel]:
+        """The request model ``LanceNamespace`` declares for the operation."""
+        return typing.get_type_hints(getattr(LanceNamespace, self.operation))["request"]
+
+    @cached_property
+    def operation_id(self) -> str:
+        """The seed's operation id (``list_namespaces`` → ``ListNamespaces``)."""
+        return "".join(part.capitalize() for part in self.operation.split("_"))
+
+    @cached_property
+    def segments(self) -> tuple[str, ...]:
+        return tuple(self.path.strip("/").split("/"))
+
+
+_GET = frozenset({"GET"})
+_GET_OR_POST = frozenset({"GET", "POST"})
+_T = "/v1/table/{id}"
+
+ROUTES: tuple[Route, ...] = (
+    # namespaces
+    Route("create_namespace", "/v1/namespace/{id}/create"),
+    Route("list_namespaces", "/v1/namespace/{id}/list", _GET),
+    Route("describe_namespace", "/v1/namespace/{id}/describe"),
+    Route("drop_namespace", "/v1/namespace/{id}/drop"),
+    Route("namespace_exists", "/v1/namespace/{id}/exists"),
+    Route("list_tables", "/v1/namespace/{id}/table/list", _GET),
+    # tables
+    Route("list_all_tables", "/v1/table", _GET),
+    Route("declare_table", f"{_T}/declare"),
+    Route("create_empty_table", f"{_T}/create_empty"),
+    Route("register_table", f"{_T}/register"),
+    Route("describe_table", f"{_T}/describe"),
+    Route("table_exists", f"{_T}/exists"),
+    Route("drop_table", f"{_T}/drop"),
+    Route("deregister_table", f"{_T}/deregister"),
+    Route("rename_table", f"{_T}/rename"),
+    Route("restore_table", f"{_T}/restore"),
+    # table versions
+    Route("list_table_versions", f"{_T}/version/list"),
+    Route("create_table_version", f"{_T}/version/create"),
+    Route("describe_table_version", f"{_T}/version/describe"),
+    Route("batch_delete_table_versions", f"{_T}/version/delete"),
+    Route("batch_create_table_versions", "/v1/table/version/batch-create"),
+    Route("batch_commit_tables", "/v1/table/batch-commit"),
+    # data
+    Route("create_table", f"{_T}/create", body=Body.ARROW),
+    Route("insert_into_table", f"{_T}/insert", body=Body.ARROW),
+    Route("merge_insert_into_table", f"{_T}/merge_insert", body=Body.ARROW),
+    Route("update_table", f"{_T}/update"),
+    Route("delete_from_table", f"{_T}/delete"),
+    Route("query_table", f"{_T}/query"),
+    Route("count_table_rows", f"{_T}/count_rows", _GET_OR_POST),
+    Route("get_table_stats", f"{_T}/stats", _GET_OR_POST),
+    Route("explain_table_query_plan", f"{_T}/explain_plan"),
+    Route("analyze_table_query_plan", f"{_T}/analyze_plan"),
+    # indices
+    Route("create_table_index", f"{_T}/create_index"),
+    Route("create_table_scalar_index", f"{_T}/create_scalar_index"),
+    Route("list_table_indices", f"{_T}/index/list"),
+    Route("describe_table_index_stats", f"{_T}/index/{{index_name}}/stats", _GET_OR_POST),
+    Route("drop_table_index", f"{_T}/index/{{index_name}}/drop"),
+    # schema
+    Route("alter_table_add_columns", f"{_T}/add_columns"),
+    Route("alter_table_alter_columns", f"{_T}/alter_columns"),
+    Route("alter_table_drop_columns", f"{_T}/drop_columns"),
+    Route("alter_table_backfill_columns", f"{_T}/backfill_column"),
+    Route("update_table_schema_metadata", f"{_T}/schema_metadata/update"),
+    Route("update_field_metadata", f"{_T}/update_field_metadata"),
+    # tags and branches
+    Route("list_table_tags", f"{_T}/tags/list", _GET_OR_POST),
+    Route("get_table_tag_version", f"{_T}/tags/version"),
+    Route("create_table_tag", f"{_T}/tags/create"),
+    Route("delete_table_tag", f"{_T}/tags/delete"),
+    Route("update_table_tag", f"{_T}/tags/update"),
+    Route("create_table_branch", f"{_T}/branches/create"),
+    Route("list_table_branches", f"{_T}/branches/list"),
+    Route("delete_table_branch", f"{_T}/branches/delete"),
+    # transactions and materialized views
+    Route("describe_transaction", "/v1/transaction/{id}/describe"),
+    Route("alter_transaction", "/v1/transaction/{id}/alter"),
+    Route("create_materialized_view", "/v1/materialized_view/{id}/create"),
+    Route("refresh_materialized_view", "/v1/materialized_view/{id}/refresh"),
+)
+
+#: The seed's operation ids, plus the seed's names for two operations (GetNamespace, GetTable).
+OPERATION_IDS: dict[str, Route] = {route.operation_id: route for route in ROUTES} | {
+    "GetNamespace": next(r for r in ROUTES if r.operation == "describe_namespace"),
+    "GetTable": next(r for r in ROUTES if r.operation == "describe_table"),
+}
+
+_PARAMETER = re.compile(r"^\{(\w+)\}$")
+
+
+@dataclass(frozen=True)
+class Match:
+    """A request path matched to its route (``methods_allowed`` only when the method is wrong)."""
+
+    route: Route
+    path_params: dict[str, str]
+    method_allowed: bool
+
+
+def match_route(segments: list[str], method: str) -> Match | None:
+    """The route of a path already split into percent-decoded segments, or None (404).
+
+    :param segments: The path's segments, decoded one by one (a ``%2F`` inside an id stays in its segment).
+    :param method: The HTTP method.
+    """
+    if len(segments) == 1 and segments[0] in OPERATION_IDS:
+        return Match(OPERATION_IDS[segments[0]], {}, method == "POST")
+    wrong_method: Match | None = None
+    for route in ROUTES:
+        if len(route.segments) != len(segments):
+            continue
+        params: dict[str, str] = {}
+        for template, segment in zip(route.segments, segments, strict=True):
+            parameter = _PARAMETER.match(template)
+            if parameter:
+                params[parameter.group(1)] = segment
+            elif template != segment:
+                break
+        else:
+            if method in route.methods:
+                return Match(route, params, True)
+            wrong_method = wrong_method or Match(route, params, False)
+    return wrong_method
