@@ -16,7 +16,11 @@ import pydantic
 from lance_namespace import ErrorCode, LanceNamespaceError
 from starlette.responses import JSONResponse, Response
 
+from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS
+
 log = logging.getLogger(__name__)
+
+_SECRET_MARKERS = ("secret", "password", "token", "credential", "session", "sas", "account_key", "private")
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 
@@ -93,12 +97,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def is_secret_option(name: str) -> bool:
+    """Whether a storage option holds a credential (the engine's list, and any name that says so)."""
+    lowered = name.lower()
+    return lowered in SECRET_OPTIONS or any(marker in lowered for marker in _SECRET_MARKERS)
+
+
 def _without_credentials(value: Any) -> Any:
-    """A response without ``storage_options`` anywhere in it (for implementations that return them)."""
+    """A response without credentials in any ``storage_options`` in it: the engine leaves them out by itself
+    unless configured to vend them, another implementation may not."""
     if isinstance(value, dict):
-        return {k: _without_credentials(v) for k, v in value.items() if k != "storage_options"}
+        return {
+            key: (
+                {k: v for k, v in item.items() if not is_secret_option(k)}
+                if key == "storage_options" and isinstance(item, dict)
+                else _without_credentials(item)
+            )
+            for key, item in value.items()
+        }
     if isinstance(value, list):
-        return [_without_credentials(v) for v in value]
+        return [_without_credentials(item) for item in value]
     return value
 
 

@@ -1,8 +1,12 @@
-"""Upstream directory-namespace tests ported to run on both implementations.
+"""Upstream directory-namespace tests ported to run on both implementations, and on ours through REST.
 
-Every test taking ``impl`` (or ``make``/``kind``) runs twice: ``ours`` is
-``airflow_provider_lance.namespace.DirectoryNamespace``, ``reference`` is pylance's Rust
-``lance.namespace.DirectoryNamespace``. Three markers say where an outcome is known to differ:
+Every test taking ``impl`` (or ``make``/``kind``) runs on: ``ours``,
+``airflow_provider_lance.namespace.DirectoryNamespace``; ``reference``, pylance's Rust
+``lance.namespace.DirectoryNamespace``; ``rest-rs``, ours served by our REST server (``airflow_provider_lance.rest``)
+and reached through pylance's Rust ``RestNamespace``; ``rest-py``, the same server reached through the generated
+Python client ``lance_namespace_urllib3_client``. The REST kinds carry every marker of ``ours``, and
+``@pytest.mark.not_rest("why")`` skips a test that is about the Python object itself (its class, its
+``namespace_id``, its registration), which a REST client is not. Markers that say where an outcome differs:
 
 * ``@pytest.mark.data_plane``: the test needs the data plane (create_table from Arrow IPC, insert, count,
   query, indices, branches …); strict xfail on ours until issue 14 lands.
@@ -16,6 +20,7 @@ Every test taking ``impl`` (or ``make``/``kind``) runs twice: ``ours`` is
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import lance_namespace as ln
@@ -24,8 +29,15 @@ from lance.namespace import DirectoryNamespace as ReferenceNamespace
 from lance_namespace import LanceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from tests.rest.servers import serve_namespace
+from tests.rest.urllib3_namespace import Urllib3Namespace
 
 IMPLEMENTATIONS: dict[str, type[LanceNamespace]] = {"ours": DirectoryNamespace, "reference": ReferenceNamespace}
+#: REST kinds: our engine behind our server, and the client class that reaches it.
+REST_CLIENTS: dict[str, Callable[[str], LanceNamespace]] = {
+    "rest-rs": lambda uri: ln.connect("rest", {"uri": uri}),
+    "rest-py": Urllib3Namespace,
+}
 CLASS_PATHS = {
     "ours": "airflow_provider_lance.namespace.DirectoryNamespace",
     "reference": "lance.namespace.DirectoryNamespace",
@@ -38,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ours_fails(what): reference passes, ours fails (strict xfail on ours)")
     config.addinivalue_line("markers", "reference_lacks(why): fails on pylance 14.0.2 too (skipped there)")
     config.addinivalue_line("markers", "ours_by_spec(why): the spec differs from upstream's test (skipped on ours)")
+    config.addinivalue_line("markers", "not_rest(why, kinds=...): about the Python object itself (skipped through REST, or the REST kinds named)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -45,7 +58,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if _HERE not in Path(str(item.path)).parents:
             continue
         kind = getattr(getattr(item, "callspec", None), "params", {}).get("kind")
-        if kind == "ours":
+        if kind in REST_CLIENTS:
+            for mark in item.iter_markers("not_rest"):
+                if kind in mark.kwargs.get("kinds", REST_CLIENTS):
+                    item.add_marker(pytest.mark.skip(reason=f"not through REST: {mark.args[0]}"))
+        if kind == "ours" or kind in REST_CLIENTS:
             if item.get_closest_marker("data_plane"):
                 item.add_marker(pytest.mark.xfail(strict=True, reason="data plane: issue 14"))
             for mark in item.iter_markers("ours_fails"):
@@ -57,7 +74,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.skip(reason=mark.args[0]))
 
 
-@pytest.fixture(params=list(IMPLEMENTATIONS))
+@pytest.fixture(params=[*IMPLEMENTATIONS, *REST_CLIENTS])
 def kind(request: pytest.FixtureRequest) -> str:
     """Which implementation: 'ours' or 'reference'."""
     return str(request.param)
@@ -72,13 +89,18 @@ def root(tmp_path: Path, kind: str) -> Path:
 
 
 @pytest.fixture
-def make(kind: str, root: Path) -> Callable[..., LanceNamespace]:
-    """Construct the implementation on ``root`` with string properties: ``Impl(root=str(root), **props)``."""
+def make(kind: str, root: Path) -> Iterator[Callable[..., LanceNamespace]]:
+    """Construct the implementation on ``root`` with string properties: ``Impl(root=str(root), **props)``; for a
+    REST kind, our engine so constructed behind a server of its own, and a client of that server."""
+    with ExitStack() as servers:
 
-    def build(**properties: str) -> LanceNamespace:
-        return IMPLEMENTATIONS[kind](root=str(root), **properties)
+        def build(**properties: str) -> LanceNamespace:
+            if kind in REST_CLIENTS:
+                uri = servers.enter_context(serve_namespace(DirectoryNamespace(root=str(root), **properties)))
+                return REST_CLIENTS[kind](uri)
+            return IMPLEMENTATIONS[kind](root=str(root), **properties)
 
-    return build
+        yield build
 
 
 @pytest.fixture
@@ -90,12 +112,16 @@ def impl(make: Callable[..., LanceNamespace]) -> LanceNamespace:
 @pytest.fixture
 def class_path(kind: str) -> str:
     """The importable class path of the implementation (what ``lance_namespace.connect`` takes)."""
+    if kind in REST_CLIENTS:
+        pytest.skip("not through REST: about constructing the implementation's class")
     return CLASS_PATHS[kind]
 
 
 @pytest.fixture
 def impl_class(kind: str) -> type[LanceNamespace]:
     """The implementation's class."""
+    if kind in REST_CLIENTS:
+        pytest.skip("not through REST: about the implementation's class")
     return IMPLEMENTATIONS[kind]
 
 

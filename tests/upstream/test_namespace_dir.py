@@ -122,6 +122,7 @@ def test_drop_table(impl: LanceNamespace) -> None:
     assert not table_exists(impl, ["workspace", "test_table"])
 
 
+@pytest.mark.not_rest("namespace_id() of a REST client names the server, not the root")
 def test_namespace_id_names_root(impl: LanceNamespace, root: Path) -> None:
     """Ports the root extraction of TestTableOperations.test_deregister_table / test_register_table
     (lance-format/lance, test_namespace_dir.py): ``re.search(r'root: "([^"]+)"', namespace_id())``."""
