@@ -50,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ours_fails(what): reference passes, ours fails (strict xfail on ours)")
     config.addinivalue_line("markers", "reference_lacks(why): fails on pylance 14.0.2 too (skipped there)")
     config.addinivalue_line("markers", "ours_by_spec(why): the spec differs from upstream's test (skipped on ours)")
-    config.addinivalue_line("markers", "not_rest(why, kinds=...): about the Python object itself (skipped through REST, or the REST kinds named)")
+    config.addinivalue_line("markers", "not_rest(why, kinds=...): about the Python object (skipped through REST)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
