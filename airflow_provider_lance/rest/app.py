@@ -36,6 +36,7 @@ from airflow_provider_lance.rest.routes import match_route
 access_log = logging.getLogger("airflow_provider_lance.rest.access")
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")  # a '%' that starts no escape: not a URI (RFC 3986)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,11 @@ class NamespaceService:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw_path = scope.get("raw_path") or scope["path"].encode()
         try:
-            segments = [unquote(part, errors="strict") for part in raw_path.decode("ascii").strip("/").split("/")]
+            raw = raw_path.decode("ascii")
+            if _BAD_ESCAPE.search(raw):
+                raise ValueError(raw)
+            # split before decoding: a %2F inside an id stays in its segment
+            segments = [unquote(part, errors="strict") for part in raw.strip("/").split("/")]
         except (UnicodeDecodeError, ValueError):
             await _RequestError(400, "The request path is not valid percent-encoded UTF-8").response()(
                 scope, receive, send

@@ -136,12 +136,14 @@ def build_request(
         raise InvalidInputError(f"Unknown field(s) in the {route.operation_id} request: {', '.join(unknown)}")
     for name, values in grouped.items():
         payload[name] = _query_value(name, values, model.model_fields[fields[name]].annotation)
-    if "id" in path_params:
-        payload["id"] = parse_id(path_params["id"], delimiter)
+    path_id = parse_id(path_params["id"], delimiter) if "id" in path_params else None
+    payload.setdefault("id", path_id)
     if "index_name" in path_params:
         payload["index_name"] = path_params["index_name"]
     try:
-        request = model.model_validate(payload)
+        request = model.model_validate(payload)  # a body's own id must be well-typed too, as in the reference
+        if path_id is not None:
+            request.id = path_id  # the path wins (the model validates the assignment)
     except pydantic.ValidationError as error:
         raise InvalidInputError(_validation_message(model, error)) from None
     return request, (body if route.body is Body.ARROW else None)
