@@ -14,6 +14,7 @@ import ipaddress
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -178,11 +179,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     scheme = "https" if args.tls_certfile else "http"
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     print(f"Serving on {scheme}://{host}:{port}", flush=True)
+    # uvicorn finishes the in-flight requests on SIGTERM, then raises the signal again: exit 0 for it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = uvicorn.Server(uvicorn_config)
     if args.workers > 1:
         from uvicorn.supervisors import Multiprocess
 
-        Multiprocess(uvicorn_config, target=server.run, sockets=[sock]).run()
+        Multiprocess(uvicorn_config, sockets=[sock]).run()
     else:
         server.run(sockets=[sock])
     sys.exit(0)
