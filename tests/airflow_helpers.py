@@ -156,7 +156,8 @@ def write_table(namespace: Any, table_id: list[str], rows: int = 3, mode: str = 
 
 import pytest  # noqa: E402
 
-IMPLS = ["dir", "default"] if engine_available() else ["dir"]
+# "rest": our engine behind our REST server, reached through impl=rest (tests/rest/servers.py)
+IMPLS = ["dir", "default", "rest"] if engine_available() else ["dir"]
 
 
 @pytest.fixture
@@ -182,12 +183,30 @@ def engine_impl() -> str:
 
 @pytest.fixture
 def set_conn(monkeypatch: pytest.MonkeyPatch, lance_root: Path):
-    """Set ``AIRFLOW_CONN_<ID>`` for a lance connection: ``set_conn(impl, conn_id=..., **fields)``."""
+    """Set ``AIRFLOW_CONN_<ID>`` for a lance connection: ``set_conn(impl, conn_id=..., **fields)``.
 
-    def _set(impl: str | None = None, conn_id: str = "lance_default", root: Any = None, **fields: Any) -> None:
-        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", conn_json(root or lance_root, impl, **fields))
+    ``impl="rest"``: our engine on the root (with the connection's extra as its properties) behind our REST
+    server with a bearer token (the connection's password, or a default one); the connection names the
+    server (host = its URI, password = the token), as a user's would."""
+    from contextlib import ExitStack
 
-    return _set
+    with ExitStack() as servers:
+
+        def _set(impl: str | None = None, conn_id: str = "lance_default", root: Any = None, **fields: Any) -> None:
+            if impl == "rest":
+                from airflow_provider_lance.namespace import DirectoryNamespace
+                from airflow_provider_lance.rest import ServerSettings
+                from tests.rest.servers import serve_namespace
+
+                token = fields.pop("password", None) or "rest-test-token"
+                properties = {k: str(v) for k, v in (fields.pop("extra", None) or {}).items()}
+                engine = DirectoryNamespace(root=str(root or lance_root), **properties)
+                url = servers.enter_context(serve_namespace(engine, ServerSettings(tokens=frozenset({token}))))
+                monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", conn_json(url, "rest", password=token, **fields))
+                return
+            monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", conn_json(root or lance_root, impl, **fields))
+
+        yield _set
 
 
 @pytest.fixture

@@ -12,6 +12,9 @@ from airflow.providers.common.compat.sdk import AirflowException
 #: (``dir``, ``rest``, a full class path) is handed to ``lance_namespace.connect``.
 ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
 
+#: What ``impl=rest`` builds: pylance's ``RestNamespace`` plus the operations it lacks (the batch commits).
+REST_IMPL = "airflow_provider_lance.rest.client.RestNamespace"
+
 #: The implementation-key prefix of each implementation (the Lance tool guideline): with the directory
 #: namespace ``dir.root`` means ``root``, with ``rest`` ``rest.uri`` means ``uri``.
 _IMPL_PREFIXES = {
@@ -20,6 +23,7 @@ _IMPL_PREFIXES = {
     "lance.namespace.DirectoryNamespace": "dir.",
     "rest": "rest.",
     "lance.namespace.RestNamespace": "rest.",
+    REST_IMPL: "rest.",
 }
 _ALL_PREFIXES = frozenset(_IMPL_PREFIXES.values())
 
@@ -106,8 +110,8 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
 
     Implementation keys (``dir.root``, ``rest.uri``) are accepted beside the plain names. The root comes
     from ``host`` (or the ``root``/``uri`` extra), ``storage_options`` become
-    ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret, and any other
-    extra key is passed through as a property.
+    ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret (with ``impl=rest`` the
+    password is the server's bearer token), and any other extra key is passed through as a property.
 
     :param conn: The Airflow connection.
     :param remember_secret: Called with every secret value found (for masking and redaction).
@@ -122,7 +126,7 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
     properties: dict[str, str] = {}
     root = extra.pop("root", None) or extra.pop("uri", None) or conn.host
     if root:
-        properties["uri" if impl == "rest" else "root"] = str(root)
+        properties["uri" if _IMPL_PREFIXES.get(impl) == "rest." else "root"] = str(root)
 
     for key, value in _storage_options(extra, conn.conn_id).items():
         if value is None:
@@ -132,11 +136,18 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
         if is_secret_key(str(key)):
             remember_secret(properties[prop])
 
-    if conn.login:
-        properties["storage.aws_access_key_id"] = str(conn.login)
-    if conn.password:
-        properties["storage.aws_secret_access_key"] = str(conn.password)
-        remember_secret(conn.password)
+    if _IMPL_PREFIXES.get(impl) == "rest.":
+        # a REST server: the password is its bearer token (header.* properties become HTTP headers)
+        if conn.password:
+            properties["header.Authorization"] = f"Bearer {conn.password}"
+            remember_secret(conn.password)
+            remember_secret(properties["header.Authorization"])
+    else:
+        if conn.login:
+            properties["storage.aws_access_key_id"] = str(conn.login)
+        if conn.password:
+            properties["storage.aws_secret_access_key"] = str(conn.password)
+            remember_secret(conn.password)
 
     for key, value in extra.items():
         if value is None or key.startswith("extra__"):

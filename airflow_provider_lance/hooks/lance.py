@@ -13,7 +13,7 @@ from airflow_provider_lance.get_provider_info import CONN_FIELDS, UI_FIELD_BEHAV
 from airflow_provider_lance.hooks.admin import LanceTableAdminMixin
 from airflow_provider_lance.hooks.calls import as_model, response_field, wants_mapping
 from airflow_provider_lance.hooks.catalog import RUN_ID_METADATA, LanceCatalogMixin
-from airflow_provider_lance.hooks.connection import ENGINE_IMPL, namespace_config
+from airflow_provider_lance.hooks.connection import ENGINE_IMPL, REST_IMPL, namespace_config
 from airflow_provider_lance.hooks.data import LanceTableDataMixin
 from airflow_provider_lance.hooks.versions import LanceTableVersionsMixin
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
@@ -50,7 +50,9 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
     implementation: empty for the provider's engine (canonical name
     ``airflow_provider_lance.namespace.DirectoryNamespace``); anything else goes to
     ``lance_namespace.connect``: ``dir`` for the reference ``lance.namespace.DirectoryNamespace``,
-    ``rest``, or a full class path.
+    ``rest`` (a Lance REST Namespace server such as ``lance-namespace-server``: host = its URI, password =
+    its bearer token; built as :class:`airflow_provider_lance.rest.client.RestNamespace`, pylance's client
+    plus the batch commits), or a full class path.
 
     :param lance_conn_id: Airflow connection id of the namespace.
     """
@@ -128,15 +130,20 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
     def namespace(self) -> LanceNamespace:
         """The ``lance_namespace.LanceNamespace`` client built from the connection."""
         impl, properties = self.get_namespace_config()
-        if impl != "rest" and "root" not in properties:
+        if "root" not in properties and "uri" not in properties:
             raise AirflowException(
-                f"Connection {self.lance_conn_id!r} has no namespace root: set Host or the 'root' extra"
+                f"Connection {self.lance_conn_id!r} has no namespace root (or REST server URI): set Host or "
+                "the 'root' extra"
             )
         try:
             if impl == ENGINE_IMPL:
                 from airflow_provider_lance.namespace import DirectoryNamespace
 
                 client = DirectoryNamespace(**properties)
+            elif impl in ("rest", REST_IMPL):
+                from airflow_provider_lance.rest.client import RestNamespace
+
+                client = RestNamespace(**properties)
             else:
                 import lance_namespace
 

@@ -206,12 +206,12 @@ class LanceBaseOperator(BaseOperator):
             events[assets[0]].extra = {"version": versions[0]["version"], "table_id": list(versions[0]["table_id"])}
 
     def _root(self) -> str | None:
-        """Return the namespace root of the connection, None when it cannot be read."""
+        """Return the namespace root of the connection (a REST server's URI), None when it cannot be read."""
         try:
             _, props = self.hook.get_namespace_config()
         except Exception:
             return None
-        return props.get("root")
+        return props.get("root") or props.get("uri")
 
     def _table_location(self, table: list[str]) -> str | None:
         """

@@ -26,9 +26,13 @@ def _facets(lineage) -> dict[str, dict]:
 
 
 def _check_common(dataset, lance_root, table: str) -> None:
+    """The facets of a table's dataset; the catalog is the root, or the REST server for ``impl=rest``."""
     from openlineage.client.serde import Serde
 
-    root_uri = lance_root.as_uri()
+    from airflow_provider_lance.hooks.lance import LanceHook
+
+    _, properties = LanceHook().get_namespace_config()
+    root_uri = properties["uri"] if "uri" in properties else lance_root.as_uri()
     assert dataset.namespace == "file"
     assert dataset.name.startswith(str(lance_root) + "/")
     facets = dataset.facets
