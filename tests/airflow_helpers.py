@@ -173,12 +173,12 @@ def impl(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture
-def engine_impl() -> str:
-    """Our engine (needed for batch_create_table_versions); skips while it is not importable."""
+@pytest.fixture(params=["default", "rest"])
+def engine_impl(request: pytest.FixtureRequest) -> str:
+    """Our engine (needed for batch_create_table_versions), called directly and through our REST server."""
     if not engine_available():
         pytest.skip("airflow_provider_lance.namespace.DirectoryNamespace is not importable yet")
-    return "default"
+    return str(request.param)
 
 
 @pytest.fixture

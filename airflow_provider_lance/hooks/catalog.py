@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -10,45 +9,10 @@ from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.hooks.calls import response_field
 from airflow_provider_lance.hooks.connection import ENGINE_IMPL
+from airflow_provider_lance.namespace.root_check import check_root
 
 #: Version metadata naming the Airflow DAG run (``<dag_id>/<run_id>``) that staged and committed a version.
 RUN_ID_METADATA = "airflow_run_id"
-
-
-def check_root(root: str, storage_options: dict[str, str]) -> str | None:
-    """
-    Return why the namespace root cannot be used (missing, not writable), or None when it can.
-
-    A local root must be an existing directory; an object-store root's bucket must exist. Writing is
-    checked with a probe object that is deleted again.
-
-    :param root: The namespace root (path or URI).
-    :param storage_options: Lance storage options (``aws_*`` ...) of the connection.
-    """
-    import fsspec
-
-    from airflow_provider_lance.namespace.s3 import s3fs_arguments
-
-    protocol = root.split("://", 1)[0] if "://" in root else "file"
-    kwargs = s3fs_arguments(storage_options) if protocol in ("s3", "s3a") else {}
-    fs, path = fsspec.core.url_to_fs(root, **kwargs)
-    path = path.rstrip("/")
-    try:
-        if protocol == "file":
-            if not fs.isdir(path):
-                return f"root {root} does not exist (create the directory first)"
-        else:
-            bucket = path.split("/", 1)[0]
-            if not fs.exists(bucket):
-                return f"bucket {bucket} of root {root} does not exist or cannot be listed"
-        probe = f"{path}/.airflow-connection-test-{uuid.uuid4().hex}"
-        fs.pipe_file(probe, b"")
-        fs.rm_file(probe)
-    except PermissionError as err:
-        return f"root {root} is not writable: {type(err).__name__}"
-    except OSError as err:
-        return f"root {root} cannot be used: {type(err).__name__}: {err}"
-    return None
 
 
 class LanceCatalogMixin:
@@ -111,11 +75,14 @@ class LanceCatalogMixin:
         """
         try:
             impl, props = self.get_namespace_config()
+            problem = None
             if impl in (ENGINE_IMPL, "dir") and props.get("root"):
                 storage = {k.removeprefix("storage."): v for k, v in props.items() if k.startswith("storage.")}
                 problem = check_root(props["root"], storage)
-                if problem:
-                    return False, self.redact(f"Connection {self.lance_conn_id!r}: {problem}")
+            elif hasattr(self.namespace, "readiness_problem"):  # a REST server: its readiness route says
+                problem = self.namespace.readiness_problem()
+            if problem:
+                return False, self.redact(f"Connection {self.lance_conn_id!r}: {problem}")
             mode = self.catalog_mode()
             namespaces = self.list_namespaces(limit=1000)
             tables = self.list_tables(limit=1000)

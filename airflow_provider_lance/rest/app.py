@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from airflow_provider_lance.namespace.root_check import check_root
 from airflow_provider_lance.rest.metrics import ServerMetrics
 from airflow_provider_lance.rest.requests import build_request
 from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
@@ -165,14 +166,24 @@ class NamespaceService:
             raise _RequestError(408, f"The request body did not arrive within {self.settings.body_timeout} s") from None
 
     async def ready(self, request: Request) -> Response:
-        """Readiness: the catalog root answers a one-entry listing."""
+        """Readiness: the catalog root exists (checked without writing, for our engine) and answers a
+        one-entry listing."""
+
+        def probe() -> str | None:
+            catalog = getattr(self.namespace, "catalog", None)
+            if catalog is not None:
+                problem = check_root(catalog.config.root, catalog.storage.options, probe_write=False)
+                if problem:
+                    return problem
+            self.namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1))
+            return None
+
         try:
-            await anyio.to_thread.run_sync(
-                lambda: self.namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1)), limiter=self.limiter
-            )
+            problem = await anyio.to_thread.run_sync(probe, limiter=self.limiter)
         except Exception as error:
-            reason = str(error) if isinstance(error, LanceNamespaceError) else type(error).__name__
-            return error_response(ErrorCode.SERVICE_UNAVAILABLE, f"The catalog root does not answer: {reason}")
+            problem = str(error) if isinstance(error, LanceNamespaceError) else type(error).__name__
+        if problem:
+            return error_response(ErrorCode.SERVICE_UNAVAILABLE, f"The catalog is not ready: {problem}")
         return JSONResponse({"status": "ready"})
 
 

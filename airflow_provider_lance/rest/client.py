@@ -9,11 +9,14 @@ Properties are ``RestNamespace``'s: ``uri``, ``delimiter``, ``header.<Name>`` (`
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import ssl
 import typing
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -46,6 +49,17 @@ class RestNamespace(lance.namespace.RestNamespace):
     def __repr__(self) -> str:  # never the headers: they hold the token
         return f"RestNamespace(uri={self._uri!r})"
 
+    def readiness_problem(self) -> str | None:
+        """Why the server's catalog is not ready (its ``/ready`` route), or None when it is."""
+        request = urllib.request.Request(f"{self._uri}/ready", headers=self._headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30, context=self._ssl):
+                return None
+        except urllib.error.HTTPError as error:
+            return str(_namespace_error(error))
+        except urllib.error.URLError as error:
+            return f"the REST server at {self._uri} does not answer: {error.reason}"
+
     def _post(self, operation: str, request: Any) -> Any:
         route = _ROUTES[operation]
         hints = typing.get_type_hints(getattr(ln.LanceNamespace, operation))
@@ -72,23 +86,69 @@ class RestNamespace(lance.namespace.RestNamespace):
             raise ln.ServiceUnavailableError(f"{operation}: the REST server at {self._uri} does not answer") from error
         return hints["return"].model_validate(payload)
 
-    def batch_create_table_versions(
+    def _batch_create_table_versions(
         self, request: ln.BatchCreateTableVersionsRequest
     ) -> ln.BatchCreateTableVersionsResponse:
         """BatchCreateTableVersions: commit a version of each of several tables as one atomic step."""
         return self._post("batch_create_table_versions", request)
 
-    def batch_commit_tables(self, request: ln.BatchCommitTablesRequest) -> ln.BatchCommitTablesResponse:
+    def _batch_commit_tables(self, request: ln.BatchCommitTablesRequest) -> ln.BatchCommitTablesResponse:
         """BatchCommitTables: several table operations in one atomic commit."""
         return self._post("batch_commit_tables", request)
 
-    def create_empty_table(self, request: ln.CreateTableRequest) -> ln.CreateTableResponse:
+    def _create_empty_table(self, request: ln.CreateTableRequest) -> ln.CreateTableResponse:
         """CreateEmptyTable (deprecated in the spec in favour of DeclareTable)."""
         return self._post("create_empty_table", request)
 
-    def update_field_metadata(self, request: ln.UpdateFieldMetadataRequest) -> ln.UpdateFieldMetadataResponse:
+    def _update_field_metadata(self, request: ln.UpdateFieldMetadataRequest) -> ln.UpdateFieldMetadataResponse:
         """UpdateFieldMetadata."""
         return self._post("update_field_metadata", request)
+
+
+def _ids(value: Any) -> Iterator[list[str]]:
+    """Every object id in a request (``id`` fields, also those of batch entries)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "id" and isinstance(item, list):
+                yield item
+            else:
+                yield from _ids(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _ids(item)
+
+
+def _checked(operation: str) -> Any:
+    """``operation`` of the parent class, refusing ids the path could not carry: a part holding the delimiter
+    would name another object on the server (``["a$b"]`` and ``["a", "b"]`` are the same path)."""
+    parent = getattr(lance.namespace.RestNamespace, operation, None) or getattr(ln.LanceNamespace, operation)
+
+    model: type[pydantic.BaseModel] = typing.get_type_hints(getattr(ln.LanceNamespace, operation))["request"]
+
+    # pylance's client takes a dict for a few operations and models for the others; callers send either
+    wants_dict = "dict" in str(inspect.signature(parent).parameters.get("request", "").annotation).lower()
+
+    @functools.wraps(parent)
+    def method(self: RestNamespace, request: Any = None, *args: Any) -> Any:
+        if isinstance(request, pydantic.BaseModel):
+            plain = request.model_dump(by_alias=True, exclude_none=True)
+        else:
+            plain = request
+        if wants_dict and isinstance(request, pydantic.BaseModel):
+            request = plain
+        elif not wants_dict and isinstance(request, dict):
+            request = model.model_validate(request)
+        for object_id in _ids(plain):
+            for part in object_id:
+                if isinstance(part, str) and self._delimiter in part:
+                    raise ln.InvalidInputError(
+                        f"Identifier part {part!r} contains the delimiter {self._delimiter!r}: through REST it "
+                        "would name another object"
+                    )
+        own = RestNamespace.__dict__.get(f"_{operation}")
+        return own(self, request, *args) if own else parent(self, request, *args)
+
+    return method
 
 
 def _namespace_error(error: urllib.error.HTTPError) -> ln.LanceNamespaceError:
@@ -100,3 +160,8 @@ def _namespace_error(error: urllib.error.HTTPError) -> ln.LanceNamespaceError:
     if isinstance(payload, dict) and isinstance(payload.get("code"), int):
         return ln.from_error_code(payload["code"], str(payload.get("error", "")))
     return ln.InternalError(f"The REST server answered HTTP {error.code}")
+
+
+for _operation, _function in inspect.getmembers(ln.LanceNamespace, inspect.isfunction):
+    if not _operation.startswith("_") and _operation != "namespace_id":
+        setattr(RestNamespace, _operation, _checked(_operation))

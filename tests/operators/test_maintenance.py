@@ -15,6 +15,13 @@ from tests.operators.context import make_context
 
 
 @pytest.fixture
+def engine_impl() -> str:
+    """The engine called directly: ``__manifest`` maintenance is no protocol operation (the REST server runs it
+    itself; through REST the operators refuse clearly, see below)."""
+    return "default"
+
+
+@pytest.fixture
 def busy_catalog(set_conn, engine_impl, lance_root):
     """Our engine's catalog after many small writes, with automatic maintenance off so fragments pile up."""
     set_conn(engine_impl, extra={"manifest_maintenance_every": "0", "manifest_cleanup_every": "0"})
@@ -74,8 +81,9 @@ def test_nothing_to_do_is_refused():
         LanceMaintainManifestOperator(task_id="m", compact=False, cleanup=False)
 
 
-def test_other_implementations_get_a_clear_error(set_conn):
-    set_conn("dir")
+@pytest.mark.parametrize("impl", ["dir", "rest"])
+def test_other_implementations_get_a_clear_error(set_conn, impl):
+    set_conn(impl)
     with pytest.raises(AirflowException, match=r"__manifest maintenance needs the provider's engine"):
         LanceMaintainManifestOperator(task_id="m").execute(make_context())
 
@@ -122,9 +130,10 @@ def _stop(*args, **kwargs):
     raise _Stopped
 
 
-def test_finalize_needs_the_engine(set_conn):
+@pytest.mark.parametrize("impl", ["dir", "rest"])
+def test_finalize_needs_the_engine(set_conn, impl):
     from airflow_provider_lance.operators.maintenance import LanceFinalizePendingVersionsOperator
 
-    set_conn("dir")
+    set_conn(impl)
     with pytest.raises(AirflowException, match=r"finalizing pending versions needs the provider's engine"):
         LanceFinalizePendingVersionsOperator(task_id="f").execute(make_context())

@@ -75,7 +75,8 @@ def test_batch_create_from_all_sources(set_conn, engine_impl, tmp_path, lance_ro
         path = tmp_path / "entries.json"
         path.write_text(json.dumps({"entries": entries}))
         kwargs["entries_file"] = str(path) if source == "file" else path.as_uri()
-    assets = [create_asset(root=str(lance_root), table_id=t) for t in ("ns.a", "ns.b")]
+    _, properties = hook.get_namespace_config()  # the catalog's identity: its root, or the REST server's URI
+    assets = [create_asset(root=properties.get("uri", str(lance_root)), table_id=t) for t in ("ns.a", "ns.b")]
     op = LanceBatchCreateTableVersionsOperator(
         task_id="batch", outlets=[*assets, Asset(uri="s3://x/y", name="o")], **kwargs
     )
