@@ -18,7 +18,7 @@ from airflow_provider_lance.rest.client import RestNamespace
 from airflow_provider_lance.staging import StagingNamespace, stage_data
 from tests.rest.servers import ServerProcess
 
-CLIENTS, ROUNDS, TABLES = 8, 4, ("a", "b", "c")
+CLIENTS, ROUNDS, TABLES = 8, 10, ("a", "b", "c")
 
 
 def _free_port() -> int:
@@ -87,7 +87,7 @@ def test_batches_stay_all_or_nothing_through_server_kills(root: Path) -> None:
         for thread in threads:
             thread.start()
         for _ in range(2):
-            time.sleep(2.0)
+            time.sleep(0.8)
             server.kill()  # SIGKILL: commits in flight are cut wherever they are
             time.sleep(0.3)
             server = ServerProcess(args)
