@@ -82,7 +82,8 @@ def test_batches_stay_all_or_nothing_through_server_kills(root: Path) -> None:
     server = ServerProcess(args)
     try:
         threads = [
-            threading.Thread(target=_client, args=(w, url, acknowledged, problems, failures, deadline)) for w in range(CLIENTS)
+            threading.Thread(target=_client, args=(w, url, acknowledged, problems, failures, deadline))
+            for w in range(CLIENTS)
         ]
         for thread in threads:
             thread.start()
