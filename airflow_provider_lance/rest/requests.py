@@ -89,6 +89,8 @@ def _json_body(body: bytes, route: Route) -> dict[str, Any]:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         raise InvalidInputError(f"The request body is not JSON: {error}") from None
+    if payload is None:  # lancedb sends `null` for a request without fields
+        return {}
     if route.operation == "update_table_schema_metadata" and isinstance(payload, dict) and "metadata" not in payload:
         payload = {"metadata": payload}  # the generated client sends the metadata map itself as the body
     if not isinstance(payload, dict):
