@@ -97,8 +97,8 @@ def namespace_properties(args: argparse.Namespace) -> dict[str, str]:
             raise SystemExit(f"{source} must be a JSON object")
         properties.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in loaded.items() if v is not None})
     properties.update(dict(args.property))
-    if not properties.get("root"):
-        raise SystemExit("the namespace property 'root' is required")
+    if not properties.get("root") and not properties.get("uri"):
+        raise SystemExit("the namespace property 'root' (or 'uri' of a REST server) is required")
     return properties
 
 
@@ -106,10 +106,16 @@ def build_namespace(impl: str, properties: dict[str, str]) -> ln.LanceNamespace:
     """Build the namespace client.
 
     :param impl: ``auto`` (this provider's engine when importable, else pylance's directory namespace),
-        an alias known to ``lance_namespace.connect`` (``dir``), or a class path.
+        ``rest`` (a Lance REST Namespace server; the provider's client, which also commits batches), an alias
+        known to ``lance_namespace.connect`` (``dir``), or a class path.
     :param properties: the namespace properties.
     """
     import lance_namespace
+
+    if impl in ("rest", "airflow_provider_lance.rest.client.RestNamespace"):
+        from airflow_provider_lance.rest.client import RestNamespace
+
+        return RestNamespace(**properties)
 
     if impl == "auto":
         try:

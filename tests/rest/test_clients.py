@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import lance
-import lancedb
 import lance_namespace as ln
+import lancedb
 import pyarrow as pa
 import pytest
 from lance.namespace import DirectoryNamespace as Reference

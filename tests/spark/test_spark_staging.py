@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import lance
 import lance_namespace as ln
@@ -23,7 +24,22 @@ def demo(spark, n: int, start: int = 0):
     )
 
 
-def test_append_and_overwrite(spark, namespace: ln.LanceNamespace, commit) -> None:
+@pytest.fixture(params=["engine", "rest"])
+def staging_namespace(request: pytest.FixtureRequest, namespace: ln.LanceNamespace) -> Iterator[ln.LanceNamespace]:
+    """The engine itself, or a client of our REST server over it: the Spark job stages through REST and the
+    batch is committed through REST (BatchCreateTableVersions on the server)."""
+    if request.param == "engine":
+        yield namespace
+        return
+    from airflow_provider_lance.rest.client import RestNamespace
+    from tests.rest.servers import serve_namespace
+
+    with serve_namespace(namespace) as url:
+        yield RestNamespace(uri=url)
+
+
+def test_append_and_overwrite(spark, staging_namespace: ln.LanceNamespace, commit) -> None:
+    namespace = staging_namespace
     namespace.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
     existing = ["prod", "events"]
     lance.write_dataset(
