@@ -38,6 +38,7 @@ from airflow_provider_lance.namespace.identifiers import (
     versions_dir,
 )
 from airflow_provider_lance.namespace.rows_cache import RowsCache
+from airflow_provider_lance.namespace.shared_call import SharedCall
 from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
 
 # Local and memory stores: the longest a "no manifest N+1" answer is trusted without a full listing.
@@ -158,6 +159,7 @@ class SnapshotStore:
         self._cache = cache
         self._lock = threading.Lock()
         self._current: Snapshot | None = None
+        self._shared_newest = SharedCall(self._list_newest)  # concurrent checks share a listing
 
     def publish(self, snapshot: Snapshot | None, identify: bool = True) -> Snapshot | None:
         """Make ``snapshot`` the latest. ``identify``: record its manifest file's e-tag now (one stat or HEAD),
@@ -202,7 +204,10 @@ class SnapshotStore:
 
     def _newest(self) -> tuple[int, str | None] | None:
         """The newest V2 manifest's version and e-tag, from one ``LIST MaxKeys=1`` on S3 (V2 names sort newest
-        first); None when there is none."""
+        first; one listing shared by the threads that ask at the same time); None when there is none."""
+        return self._shared_newest()
+
+    def _list_newest(self) -> tuple[int, str | None] | None:
         head = self._storage.first_entry(versions_dir(MANIFEST_DIR))
         parsed = parse_manifest_name(head[0]) if head else None
         return (parsed[0], head[1]) if head and parsed and parsed[1] == V2 else None
