@@ -32,7 +32,7 @@ from airflow_provider_lance.namespace.root_check import check_root
 from airflow_provider_lance.rest.metrics import ServerMetrics
 from airflow_provider_lance.rest.requests import build_request
 from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
-from airflow_provider_lance.rest.routes import match_route
+from airflow_provider_lance.rest.routes import ROUTES, match_route
 
 access_log = logging.getLogger("airflow_provider_lance.rest.access")
 
@@ -90,6 +90,12 @@ class NamespaceService:
         self.metrics = metrics
         self.page_app = page_app
         self.limiter = anyio.CapacityLimiter(settings.threads)
+        #: the operation ids this namespace implements (its class overrides the base's "Not supported")
+        self.operations = sorted(
+            route.operation_id
+            for route in ROUTES
+            if getattr(type(namespace), route.operation, None) is not getattr(LanceNamespace, route.operation)
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -103,6 +109,10 @@ class NamespaceService:
             await _RequestError(400, "The request path is not valid percent-encoded UTF-8").response()(
                 scope, receive, send
             )
+            return
+        if segments == ["ListOperations"] and scope["method"] == "POST":  # the seed's ListOperations
+            _state(scope)["operation"] = "list_operations"
+            await JSONResponse({"operations": self.operations})(scope, receive, send)
             return
         match = match_route(segments, scope["method"])
         if match is None or (not match.method_allowed and segments[0] != "v1"):

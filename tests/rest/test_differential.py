@@ -121,6 +121,9 @@ def test_deliberate_differences(both: tuple[str, str]) -> None:
 
         assert reference.post("/ListNamespaces", json={"id": []}).status_code == 404
         assert ours.post("/ListNamespaces", json={"id": []}).json() == {"namespaces": ["a"]}
+        operations = ours.post("/ListOperations").json()["operations"]
+        assert {"BatchCreateTableVersions", "DeclareTable", "ListNamespaces"} <= set(operations)
+        assert "UpdateFieldMetadata" not in operations  # the engine leaves it to the base class: not supported
         assert reference.get("/health").status_code == 404
         assert ours.get("/health").status_code == 200
 
