@@ -134,6 +134,9 @@ OPERATION_IDS: dict[str, Route] = {route.operation_id: route for route in ROUTES
 }
 
 _PARAMETER = re.compile(r"^\{(\w+)\}$")
+_BY_LENGTH: dict[int, list[Route]] = {}
+for _route in ROUTES:
+    _BY_LENGTH.setdefault(len(_route.segments), []).append(_route)
 
 
 @dataclass(frozen=True)
@@ -154,9 +157,7 @@ def match_route(segments: list[str], method: str) -> Match | None:
     if len(segments) == 1 and segments[0] in OPERATION_IDS:
         return Match(OPERATION_IDS[segments[0]], {}, method == "POST")
     wrong_method: Match | None = None
-    for route in ROUTES:
-        if len(route.segments) != len(segments):
-            continue
+    for route in _BY_LENGTH.get(len(segments), ()):
         params: dict[str, str] = {}
         for template, segment in zip(route.segments, segments, strict=True):
             parameter = _PARAMETER.match(template)
