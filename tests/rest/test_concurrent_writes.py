@@ -1,0 +1,79 @@
+"""Many clients writing through one server at once: each request gets its own answer (success or its own
+error) however the engine groups their ``__manifest`` commits, and the catalog ends as the answers say."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import lance_namespace as ln
+
+from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.rest.client import RestNamespace
+from tests.rest.servers import serve_namespace
+
+
+def test_each_concurrent_request_gets_its_own_answer(root: Path) -> None:
+    engine = DirectoryNamespace(root=str(root), table_version_management="true")
+    engine.create_namespace(ln.CreateNamespaceRequest(id=["g"]))
+    engine.declare_table(ln.DeclareTableRequest(id=["g", "doomed"]))
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def record(kind: str) -> None:
+        with lock:
+            outcomes[kind] += 1
+
+    with serve_namespace(engine) as url:
+        barrier = threading.Barrier(48)
+
+        def client(index: int) -> None:
+            namespace = RestNamespace(uri=url)
+            barrier.wait()
+            try:
+                if index < 24:
+                    namespace.declare_table(ln.DeclareTableRequest(id=["g", f"own{index}"]))
+                    record("declared")
+                elif index < 32:
+                    namespace.declare_table(ln.DeclareTableRequest(id=["g", "contested"]))
+                    record("contested won")
+                elif index < 36:
+                    namespace.drop_table(ln.DropTableRequest(id=["g", "doomed"]))
+                    record("dropped")
+                elif index < 40:
+                    namespace.drop_table(ln.DropTableRequest(id=["g", f"missing{index}"]))
+                    record("dropped a missing table")
+                elif index < 44:
+                    namespace.register_table(ln.RegisterTableRequest(id=["g", f"r{index}"], location="../outside"))
+                    record("registered outside the root")
+                else:
+                    namespace.create_namespace(ln.CreateNamespaceRequest(id=["g", f"child{index}"]))
+                    record("namespace")
+            except ln.TableAlreadyExistsError:
+                record("already exists")
+            except ln.TableNotFoundError:
+                record("not found")
+            except ln.InvalidInputError:
+                record("invalid")
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(48)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    assert outcomes == {
+        "declared": 24,
+        "contested won": 1,
+        "already exists": 7,
+        "dropped": 1,
+        "not found": 3 + 4,
+        "invalid": 4,
+        "namespace": 4,
+    }
+    fresh = DirectoryNamespace(root=str(root))
+    tables = fresh.list_tables(ln.ListTablesRequest(id=["g"])).tables
+    assert sorted(tables) == sorted([f"own{i}" for i in range(24)] + ["contested"])
+    children = fresh.list_namespaces(ln.ListNamespacesRequest(id=["g"])).namespaces
+    assert sorted(children) == sorted(f"child{i}" for i in range(44, 48))
