@@ -1,0 +1,464 @@
+"""What the catalog page shows, read from any ``lance_namespace.LanceNamespace`` (read-only calls only).
+
+Everything the namespace answers comes from its read operations (list, describe); what a version holds (rows,
+size, operation, schema) comes from the table's own Lance files, opened with pylance. Committed manifests never
+change, so what is read from one is cached by (location, version). Storage options are used to open files and
+are never part of anything returned here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import lance
+import lance_namespace as ln
+from lance_namespace import LanceNamespace
+
+from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
+
+#: Tables listed per page of a namespace, versions per page of a history.
+TABLES_PER_PAGE = 100
+VERSIONS_PER_PAGE = 50
+#: A child namespace's tables are counted up to this many (then shown as "10000+").
+COUNT_LIMIT = 10_000
+#: Search reads at most this many table names of a namespace and shows at most SEARCH_RESULTS matches.
+SEARCH_SCAN_LIMIT = 100_000
+SEARCH_RESULTS = 100
+#: The run page looks at most this many tables when it is not told which tables the run committed.
+RUN_SCAN_LIMIT = 2_000
+_LIST_PAGE = 1_000
+_STAGED = re.compile(r"^(\d+)\.manifest-[0-9a-f-]+$")
+_U64_MAX = 2**64 - 1
+# Committed manifests never change: what was read from them is kept (oldest entries dropped first).
+_CACHE_SIZE = 4096
+_OPERATIONS: dict[tuple[str, int], str | None] = {}
+_SUMMARIES: dict[tuple[str, int], dict[int, tuple[int | None, int | None]]] = {}
+_UNAVAILABLE = (ln.UnsupportedOperationError, NotImplementedError, ln.LanceNamespaceError)
+
+
+@dataclass(frozen=True)
+class Run:
+    """The Airflow DAG run (and task) that committed a version, parsed from the version's metadata."""
+
+    run: str
+    dag_id: str
+    run_id: str
+    task_id: str | None
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, str] | None) -> Run | None:
+        """Return the run recorded in version metadata, None when the version records none.
+
+        :param metadata: the version's metadata.
+        """
+        run = (metadata or {}).get(RUN_ID_METADATA)
+        if not run:
+            return None
+        dag_id, _, run_id = run.partition("/")
+        key = (metadata or {}).get(RUN_KEY_METADATA, "")
+        task = key[len(run) + 1 :].rsplit("/", 1)[0] if key.startswith(run + "/") else None
+        return cls(run=run, dag_id=dag_id, run_id=run_id, task_id=task or None)
+
+
+@dataclass
+class VersionRow:
+    """One line of a version history."""
+
+    version: int
+    timestamp: datetime | None
+    rows: int | None = None
+    size: int | None = None
+    operation: str | None = None
+    run: Run | None = None
+    state: str = "committed"
+
+
+@dataclass
+class TableSummary:
+    """The table page: what the namespace and the latest version say about a table."""
+
+    table_id: list[str]
+    location: str | None
+    version: int | None
+    managed_versioning: bool | None
+    schema: list[tuple[str, str, bool]] = field(default_factory=list)
+    rows: int | None = None
+    size: int | None = None
+    tags: dict[str, int | None] | None = None
+    branches: list[str] | None = None
+    indices: list[str] | None = None
+    declared_only: bool = False
+
+
+@dataclass
+class SchemaDiff:
+    """Two versions side by side."""
+
+    left: VersionRow
+    right: VersionRow
+    added: list[tuple[str, str]]
+    removed: list[tuple[str, str]]
+    changed: list[tuple[str, str, str]]
+    unchanged: list[tuple[str, str]]
+
+
+@dataclass
+class RunCommit:
+    """What one task of a run committed: one line per batch (all tables of one commit task)."""
+
+    task_id: str | None
+    timestamp: datetime | None
+    versions: list[tuple[list[str], int]]
+
+
+def _timestamp(millis: int | None) -> datetime | None:
+    return datetime.fromtimestamp(millis / 1000, tz=UTC) if millis else None
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def _schema_fields(schema: Any) -> list[tuple[str, str, bool]]:
+    return [(f.name, str(f.type), bool(f.nullable)) for f in schema]
+
+
+def _staged_version(name: str) -> int | None:
+    """Return the version of a staged manifest file name (``<final name>-<uuid>``), None for other files."""
+    match = _STAGED.match(name)
+    if not match:
+        return None
+    number = int(match.group(1))
+    return _U64_MAX - number if number > _U64_MAX // 2 else number
+
+
+def _operation(dataset: lance.LanceDataset, version: int) -> str | None:
+    """Return the operation that made a version (``Append``, ``Overwrite``, ``Restore`` ...), read once."""
+    key = (dataset.uri, version)
+    if key not in _OPERATIONS:
+        if len(_OPERATIONS) >= _CACHE_SIZE:
+            _OPERATIONS.pop(next(iter(_OPERATIONS)))
+        transaction = dataset.read_transaction(version)
+        _OPERATIONS[key] = type(transaction.operation).__name__ if transaction is not None else None
+    return _OPERATIONS[key]
+
+
+class CatalogReader:
+    """Read-only questions the page asks a namespace.
+
+    :param namespace: the namespace; only its read operations are called.
+    """
+
+    def __init__(self, namespace: LanceNamespace) -> None:
+        self.namespace = namespace
+
+    # ------------------------------------------------------------------ namespaces
+
+    def child_namespaces(self, namespace_id: Sequence[str]) -> list[str]:
+        """Return the names of a namespace's child namespaces (every page).
+
+        :param namespace_id: the namespace (``[]`` for the root).
+        """
+        names: list[str] = []
+        token = None
+        while True:
+            response = self.namespace.list_namespaces(
+                ln.ListNamespacesRequest(id=list(namespace_id), page_token=token, limit=_LIST_PAGE)
+            )
+            names.extend(response.namespaces or [])
+            if not response.page_token or response.page_token == token:
+                return sorted(names)
+            token = response.page_token
+
+    def tables_page(
+        self, namespace_id: Sequence[str], page_token: str | None, limit: int = TABLES_PER_PAGE
+    ) -> tuple[list[str], str | None]:
+        """Return one page of a namespace's table names and the token of the next page.
+
+        :param namespace_id: the namespace.
+        :param page_token: the token of this page (None for the first).
+        :param limit: tables per page.
+        """
+        response = self.namespace.list_tables(
+            ln.ListTablesRequest(id=list(namespace_id), page_token=page_token or None, limit=limit)
+        )
+        token = response.page_token if response.page_token != page_token else None
+        return list(response.tables or []), token or None
+
+    def _table_names(self, namespace_id: Sequence[str], limit: int) -> Iterator[str]:
+        token = None
+        seen = 0
+        while seen < limit:
+            names, token = self.tables_page(namespace_id, token, _LIST_PAGE)
+            yield from names[: limit - seen]
+            seen += len(names)
+            if not token:
+                return
+
+    def count_tables(self, namespace_id: Sequence[str]) -> tuple[int, bool]:
+        """Return ``(count, more)``: the number of tables, counted up to :data:`COUNT_LIMIT`.
+
+        :param namespace_id: the namespace.
+        """
+        count = sum(1 for _ in self._table_names(namespace_id, COUNT_LIMIT + 1))
+        return min(count, COUNT_LIMIT), count > COUNT_LIMIT
+
+    def search(self, namespace_id: Sequence[str], query: str) -> list[str]:
+        """Return the names of a namespace's tables (and child namespaces) containing ``query``, ignoring case.
+
+        :param namespace_id: the namespace.
+        :param query: the text to look for.
+        """
+        needle = query.casefold()
+        found = []
+        for name in self._table_names(namespace_id, SEARCH_SCAN_LIMIT):
+            if needle in name.casefold():
+                found.append(name)
+                if len(found) >= SEARCH_RESULTS:
+                    break
+        return found
+
+    # ------------------------------------------------------------------ tables
+
+    def _describe(self, table_id: Sequence[str]) -> Any:
+        return self.namespace.describe_table(ln.DescribeTableRequest(id=list(table_id)))
+
+    def _storage_options(self, described: Any) -> dict[str, str] | None:
+        # Options the namespace vends for the table, else the engine's own (never shown, only used to open files).
+        vended = _field(described, "storage_options")
+        if vended:
+            return dict(vended)
+        config = getattr(self.namespace, "config", None)
+        return dict(getattr(config, "storage_options", None) or {}) or None
+
+    def dataset(self, table_id: Sequence[str], version: int | None = None) -> lance.LanceDataset:
+        """Open a table's Lance dataset (at ``version``, the latest by default).
+
+        :param table_id: the table.
+        :param version: the version.
+        """
+        described = self._describe(table_id)
+        return lance.dataset(described.location, version=version, storage_options=self._storage_options(described))
+
+    def table(self, table_id: Sequence[str]) -> TableSummary:
+        """Describe a table for its page.
+
+        :param table_id: the table.
+        """
+        described = self._describe(table_id)
+        summary = TableSummary(
+            table_id=list(table_id),
+            location=described.location,
+            version=described.version,
+            managed_versioning=described.managed_versioning,
+            declared_only=bool(described.is_only_declared) or described.version is None,
+        )
+        summary.tags = self._optional("list_table_tags", ln.ListTableTagsRequest(id=list(table_id)), _tags)
+        summary.branches = self._optional(
+            "list_table_branches", ln.ListTableBranchesRequest(id=list(table_id)), lambda r: sorted(r.branches or {})
+        )
+        summary.indices = self._optional(
+            "list_table_indices", ln.ListTableIndicesRequest(id=list(table_id)), _index_names
+        )
+        if summary.declared_only:
+            return summary
+        dataset = lance.dataset(described.location, storage_options=self._storage_options(described))
+        summary.schema = _schema_fields(dataset.schema)
+        totals = _totals(dataset, dataset.version)
+        summary.rows, summary.size = totals
+        return summary
+
+    def _optional(self, operation: str, request: Any, convert: Any) -> Any:
+        """Call a read operation the implementation may not offer; None when it does not."""
+        try:
+            return convert(getattr(self.namespace, operation)(request))
+        except _UNAVAILABLE:
+            return None
+
+    # ------------------------------------------------------------------ versions
+
+    def history(
+        self, table_id: Sequence[str], page_token: str | None, limit: int = VERSIONS_PER_PAGE
+    ) -> tuple[list[VersionRow], str | None]:
+        """Return one page of a table's versions, newest first (with staged ones on the first page).
+
+        :param table_id: the table.
+        :param page_token: the token of this page (None for the first).
+        :param limit: versions per page.
+        """
+        response = self.namespace.list_table_versions(
+            ln.ListTableVersionsRequest(id=list(table_id), descending=True, page_token=page_token or None, limit=limit)
+        )
+        token = response.page_token if response.page_token != page_token else None
+        versions = sorted(response.versions or [], key=lambda v: -int(v.version))
+        described = self._describe(table_id)
+        options = self._storage_options(described)
+        dataset = lance.dataset(described.location, storage_options=options)
+        summaries = _summaries(dataset)
+        rows = []
+        for version in versions:
+            number = int(version.version)
+            row = VersionRow(number, _timestamp(version.timestamp_millis), run=Run.from_metadata(version.metadata))
+            row.rows, row.size = summaries.get(number, (None, None))
+            row.operation = _operation(dataset, number) if number <= dataset.version else None
+            rows.append(row)
+        if not page_token:
+            latest = max((r.version for r in rows), default=0)
+            rows[:0] = [VersionRow(v, None, state="staged") for v in self.staged(described.location, options, latest)]
+        return rows, token or None
+
+    def staged(self, location: str, options: dict[str, str] | None, latest: int) -> list[int]:
+        """Return the versions staged in a table (written manifests) above its latest committed version, newest
+        first: what a commit has not picked up (yet).
+
+        :param location: the table's location.
+        :param options: storage options.
+        :param latest: the latest committed version.
+        """
+        import fsspec
+
+        from airflow_provider_lance.namespace.s3 import s3fs_arguments
+
+        kwargs = s3fs_arguments(options or {}) if location.startswith(("s3://", "s3a://")) else {}
+        fs, path = fsspec.core.url_to_fs(location.rstrip("/") + "/_versions", **kwargs)
+        try:
+            names = [entry.rsplit("/", 1)[-1] for entry in fs.ls(path, detail=False)]
+        except FileNotFoundError:
+            return []
+        staged = {v for v in map(_staged_version, names) if v is not None and v > latest}
+        return sorted(staged, reverse=True)
+
+    def growth(self, table_id: Sequence[str]) -> list[tuple[int, int | None, int | None]]:
+        """Return ``(version, rows, size)`` of every version of a table (for the chart).
+
+        :param table_id: the table.
+        """
+        summaries = _summaries(self.dataset(table_id))
+        return [(version, *summaries[version]) for version in sorted(summaries)]
+
+    def version(self, table_id: Sequence[str], number: int) -> VersionRow:
+        """Return one version's line.
+
+        :param table_id: the table.
+        :param number: the version.
+        """
+        response = self.namespace.describe_table_version(
+            ln.DescribeTableVersionRequest(id=list(table_id), version=number)
+        )
+        version = response.version
+        dataset = self.dataset(table_id, number)
+        row = VersionRow(number, _timestamp(version.timestamp_millis), run=Run.from_metadata(version.metadata))
+        row.rows, row.size = _totals(dataset, number)
+        row.operation = _operation(dataset, number)
+        return row
+
+    def diff(self, table_id: Sequence[str], left: int, right: int) -> SchemaDiff:
+        """Compare two versions of a table: schema changes and row counts.
+
+        :param table_id: the table.
+        :param left: the older version.
+        :param right: the newer version.
+        """
+        schemas = [
+            {name: kind for name, kind, _ in _schema_fields(self.dataset(table_id, v).schema)} for v in (left, right)
+        ]
+        old, new = schemas
+        return SchemaDiff(
+            left=self.version(table_id, left),
+            right=self.version(table_id, right),
+            added=[(n, k) for n, k in new.items() if n not in old],
+            removed=[(n, k) for n, k in old.items() if n not in new],
+            changed=[(n, old[n], k) for n, k in new.items() if n in old and old[n] != k],
+            unchanged=[(n, k) for n, k in new.items() if old.get(n) == k],
+        )
+
+    # ------------------------------------------------------------------ runs
+
+    def run_commits(self, run: str, tables: Sequence[Sequence[str]] | None = None) -> tuple[list[RunCommit], bool]:
+        """Return what DAG run ``run`` (``<dag_id>/<run_id>``) committed, one line per committing task, and
+        whether the catalog was only partly searched.
+
+        :param run: the run identity recorded in version metadata.
+        :param tables: the tables to look at (the ones a task result names); by default every table of the
+            catalog, up to :data:`RUN_SCAN_LIMIT`.
+        """
+        candidates, partial = (list(map(list, tables)), False) if tables else self._all_tables(RUN_SCAN_LIMIT)
+        lines: dict[str | None, RunCommit] = {}
+        for table_id in candidates:
+            for version in self._run_versions(table_id, run):
+                key = (version.metadata or {}).get(RUN_KEY_METADATA)
+                found = Run.from_metadata(version.metadata)
+                line = lines.setdefault(key, RunCommit(found.task_id if found else None, None, []))
+                line.versions.append((table_id, int(version.version)))
+                stamp = _timestamp(version.timestamp_millis)
+                if stamp and (line.timestamp is None or stamp > line.timestamp):
+                    line.timestamp = stamp
+        ordered = sorted(lines.values(), key=lambda c: c.timestamp or datetime.min.replace(tzinfo=UTC))
+        return ordered, partial
+
+    def _run_versions(self, table_id: list[str], run: str) -> Iterator[Any]:
+        token = None
+        while True:
+            try:
+                response = self.namespace.list_table_versions(
+                    ln.ListTableVersionsRequest(id=table_id, page_token=token, limit=_LIST_PAGE)
+                )
+            except (ln.TableNotFoundError, ln.NamespaceNotFoundError):
+                return
+            for version in response.versions or []:
+                if (version.metadata or {}).get(RUN_ID_METADATA) == run:
+                    yield version
+            if not response.page_token or response.page_token == token:
+                return
+            token = response.page_token
+
+    def _all_tables(self, limit: int) -> tuple[list[list[str]], bool]:
+        found: list[list[str]] = []
+        pending: list[list[str]] = [[]]
+        while pending and len(found) < limit:
+            namespace_id = pending.pop()
+            found.extend([*namespace_id, name] for name in self._table_names(namespace_id, limit - len(found)))
+            pending.extend([*namespace_id, child] for child in self.child_namespaces(namespace_id))
+        return found[:limit], bool(pending) or len(found) >= limit
+
+
+def _tags(response: Any) -> dict[str, int | None]:
+    return {name: _field(contents, "version") for name, contents in sorted((response.tags or {}).items())}
+
+
+def _index_names(response: Any) -> list[str]:
+    names = []
+    for index in response.indexes or []:
+        name = _field(index, "index_name") or _field(index, "name")
+        columns = _field(index, "columns") or []
+        names.append(f"{name} ({', '.join(columns)})" if columns else str(name))
+    return names
+
+
+def _totals(dataset: lance.LanceDataset, version: int) -> tuple[int | None, int | None]:
+    """Return ``(rows, size in bytes)`` of one version (from its manifest's summary, else its fragments)."""
+    summary = _summaries(dataset).get(version)
+    if summary and summary[0] is not None:
+        return summary
+    checked_out = dataset if dataset.version == version else dataset.checkout_version(version)
+    return checked_out.count_rows(), None
+
+
+def _summaries(dataset: lance.LanceDataset) -> dict[int, tuple[int | None, int | None]]:
+    """Return ``{version: (rows, size)}`` of every version of a dataset (from each manifest's summary), read once
+    per (location, latest version): a new version reads them again."""
+    key = (dataset.uri, dataset.latest_version)
+    if key not in _SUMMARIES:
+        if len(_SUMMARIES) >= _CACHE_SIZE // 64:
+            _SUMMARIES.pop(next(iter(_SUMMARIES)))
+        result = {}
+        for entry in dataset.versions():
+            metadata = entry.get("metadata") or {}
+            rows, size = metadata.get("total_rows"), metadata.get("total_files_size")
+            result[int(entry["version"])] = (int(rows) if rows else None, int(size) if size else None)
+        _SUMMARIES[key] = result
+    return _SUMMARIES[key]
