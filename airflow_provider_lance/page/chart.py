@@ -8,6 +8,8 @@ from dataclasses import dataclass
 WIDTH, HEIGHT, PAD = 640, 160, 28
 #: At most this many points per line: a long history is sampled evenly (the first and last versions kept).
 MAX_POINTS = 200
+#: Markers are drawn on each point up to this many points.
+MAX_MARKERS = 60
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,11 @@ class Line:
     label: str
     points: str
     maximum: int
+
+    @property
+    def dots(self) -> list[tuple[str, str]]:
+        """The points as ``(x, y)`` pairs (drawn as markers when there are few)."""
+        return [tuple(point.split(",")) for point in self.points.split()]  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,11 @@ class Chart:
     first: int
     last: int
     lines: list[Line]
+
+    @property
+    def markers(self) -> bool:
+        """Whether the points are few enough to mark each one."""
+        return bool(self.lines) and len(self.lines[0].dots) <= MAX_MARKERS
 
 
 def _sample(values: Sequence[tuple[int, int | None, int | None]]) -> list[tuple[int, int | None, int | None]]:
