@@ -6,6 +6,6 @@ Airflow plugin ``lance`` mounts it in the API server, ``python -m airflow_provid
 
 from __future__ import annotations
 
-from airflow_provider_lance.page.app import create_page_app
+from airflow_provider_lance.page.app import UnknownSourceError, create_page_app
 
-__all__ = ["create_page_app"]
+__all__ = ["UnknownSourceError", "create_page_app"]

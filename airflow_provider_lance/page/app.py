@@ -2,6 +2,7 @@
 
 Routes (relative to where the app is mounted): ``/`` (the root namespace), ``/namespace?id=a&id=b``,
 ``/table?id=..``, ``/table/versions?id=..``, ``/diff?id=..&from=N&to=M``, ``/run?run=<dag_id>/<run_id>``,
+``/versions?table=..&version=N``,
 ``/static/...``. Every page answers only read operations of the namespace; every name is escaped by Jinja2's
 autoescaping and a Content-Security-Policy forbids scripts altogether.
 """
@@ -37,6 +38,12 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+
+
+class UnknownSourceError(LookupError):
+    """Raised by a namespace function for a source (e.g. a connection id) it does not know or may not show."""
+
+
 _STATUS = {ln.TableNotFoundError: 404, ln.NamespaceNotFoundError: 404, ln.InvalidInputError: 400}
 
 
@@ -67,13 +74,24 @@ def _environment() -> Environment:
 
 
 class PageContext:
-    """Per request: the namespace reader and how to build links that keep the chosen source."""
+    """Per request: the namespace reader (built on first use) and how to build links that keep the source."""
 
-    def __init__(self, request: Request, reader: CatalogReader, base_path: str, keep: dict[str, str]) -> None:
+    def __init__(
+        self, request: Request, namespace: NamespaceSource, base_path: str, keep: dict[str, str]
+    ) -> None:
         self.request = request
-        self.reader = reader
+        self._namespace = namespace
+        self._reader: CatalogReader | None = None
         self.prefix = base_path.rstrip("/") + request.scope.get("root_path", "").rstrip("/")
         self.keep = keep
+
+    @property
+    def reader(self) -> CatalogReader:
+        """The reader of the request's namespace (:class:`UnknownSourceError` for an unknown source)."""
+        if self._reader is None:
+            namespace = self._namespace(self.request) if callable(self._namespace) else self._namespace
+            self._reader = CatalogReader(namespace)
+        return self._reader
 
     def url(self, path: str, **params: Any) -> str:
         """Return the link to one of the page's routes (query values may be lists: repeated parameters).
@@ -81,7 +99,7 @@ class PageContext:
         :param path: the route (``/table`` ...).
         :param params: query parameters; None values are left out.
         """
-        query = [(k, v) for k, v in self.keep.items()]
+        query = list(self.keep.items())
         for name, value in params.items():
             if value is None:
                 continue
@@ -113,19 +131,19 @@ class CatalogPage:
         self.env = _environment()
 
     def context(self, request: Request) -> PageContext:
-        namespace = self.namespace(request) if callable(self.namespace) else self.namespace
         keep = {}
         if self.source_param and request.query_params.get(self.source_param):
             keep[self.source_param] = request.query_params[self.source_param]
-        return PageContext(request, CatalogReader(namespace), self.base_path, keep)
+        return PageContext(request, self.namespace, self.base_path, keep)
 
     def render(self, page: PageContext, template: str, status_code: int = 200, **values: Any) -> HTMLResponse:
         chooser = None
         if self.source_param and self.sources:
+            names = list(self.sources(page.request))
             chooser = {
                 "param": self.source_param,
-                "current": page.keep.get(self.source_param),
-                "names": list(self.sources(page.request)),
+                "current": page.keep.get(self.source_param) or (names[0] if names else None),
+                "names": names,
             }
         html = self.env.get_template(template).render(page=page, url=page.url, chooser=chooser, **values)
         return HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
@@ -134,18 +152,11 @@ class CatalogPage:
         """Wrap a view: build the request's context, turn namespace errors into an error page."""
 
         def handle(request: Request) -> Response:
-            try:
-                page = self.context(request)
-            except LookupError as err:  # an unknown source name
-                return HTMLResponse(
-                    self.env.get_template("error.html").render(
-                        page=None, url=None, chooser=None, title="Unknown catalog", message=str(err)
-                    ),
-                    status_code=404,
-                    headers=SECURITY_HEADERS,
-                )
+            page = self.context(request)
             try:
                 return view(self, page)
+            except UnknownSourceError as err:
+                return self.render(page, "error.html", 404, title="Unknown catalog", message=str(err.args[0]))
             except ValueError as err:
                 return self.render(page, "error.html", 400, title="Bad request", message=str(err))
             except ln.LanceNamespaceError as err:
@@ -234,6 +245,19 @@ def run_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
     return app.render(page, "run.html", run=run, dag_id=dag_id, run_id=run_id, commits=commits, partial=partial)
 
 
+def versions_list_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
+    """Given table versions (``table=<id>&version=N`` pairs): what a task tagged or restored."""
+    tables = page.request.query_params.getlist("table")
+    numbers = page.request.query_params.getlist("version")
+    if not tables or len(tables) != len(numbers) or not all(n.isdigit() for n in numbers):
+        raise ValueError("query parameters 'table' and 'version' must come in pairs (one version number per table)")
+    rows = []
+    for table, number in zip(tables, numbers, strict=True):
+        table_id = parse_identifier(table, "table")
+        rows.append((table_id, page.reader.version(table_id, int(number))))
+    return app.render(page, "version_list.html", rows=rows)
+
+
 def _table_id(page: PageContext) -> list[str]:
     table_id = _id(page)
     if not table_id:
@@ -250,13 +274,13 @@ def create_page_app(
 ) -> Starlette:
     """Return the read-only catalog page as a Starlette application (GET routes only).
 
-    :param namespace: the namespace shown, or a function of the request that returns it (raise ``LookupError``
-        for an unknown source).
+    :param namespace: the namespace shown, or a function of the request that returns it (it raises
+        :class:`UnknownSourceError` for an unknown source; the page shows the error with the chooser).
     :param base_path: a prefix for links in front of the mount point (the mount point itself is taken from the
         ASGI ``root_path``).
     :param source_param: a query parameter choosing the namespace (e.g. an Airflow connection id); it is kept
         in every link.
-    :param sources: the names offered for ``source_param`` on every page.
+    :param sources: the names offered for ``source_param`` on every page (the first is the default).
     """
     page = CatalogPage(namespace, base_path, source_param, sources)
     views = {
@@ -266,6 +290,7 @@ def create_page_app(
         "/table/versions": versions_view,
         "/diff": diff_view,
         "/run": run_view,
+        "/versions": versions_list_view,
     }
     routes: list[Route | Mount] = [
         Route(path, page.endpoint(view), methods=["GET"], name=view.__name__ + path)
