@@ -132,3 +132,31 @@ def test_errors_are_pages_and_nothing_changes_the_catalog(
     for path in ("/", "/namespace?id=demo", "/table?id=demo&id=users", "/table/versions?id=demo&id=users"):
         assert tab.open(page_url + path).status == 200
     assert tree_snapshot(catalog["root"]) == before
+
+
+def test_listed_versions_page(page_url: str, tab: WatchedPage) -> None:
+    # What a tag or rollback task links to: given table versions, one line each.
+    tab.open(page_url + '/versions?table=["demo","users"]&version=2&table=demo.events&version=3')
+    rows = tab.tab.locator("table.version-list tbody tr")
+    assert rows.count() == 2
+    assert rows.nth(0).locator("td").first.inner_text() == "demo.users"
+    assert RUN_IDS[1] in rows.nth(0).inner_text() and RUN_IDS[2] in rows.nth(1).inner_text()
+    assert tab.open(page_url + "/versions?table=demo.users").status == 400
+
+
+def test_any_namespace_implementation(catalog: dict[str, Any], tab: WatchedPage) -> None:
+    """The reference (pylance's Rust DirectoryNamespace) on the same storage: the same pages, without runs."""
+    import lance.namespace
+
+    from airflow_provider_lance.page import create_page_app
+    from tests.browser import serve
+
+    reference = lance.namespace.DirectoryNamespace(root=str(catalog["root"]))
+    with serve(create_page_app(reference)) as url:
+        tab.open(url + "/namespace?id=demo")
+        assert "users" in tab.tab.locator("ul.tables").inner_text()
+        tab.open(_table(url, "demo", "events", path="/table/versions"))
+        assert tab.tab.locator("tr.committed").count() == 3
+        assert tab.tab.locator("tr.staged").count() == 1
+        assert tab.tab.locator("svg#growth polyline.rows").count() == 1
+        tab.screenshot("reference-history")
