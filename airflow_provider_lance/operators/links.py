@@ -44,7 +44,7 @@ def catalog_path(result: Any, conn_id: str, run: str) -> str | None:
 
 
 class LanceCatalogLink(BaseOperatorLink):
-    """"Lance catalog": the page of the table versions the task committed, restored or tagged."""
+    """The extra link "Lance catalog": the page of the table versions the task committed, restored or tagged."""
 
     name = "Lance catalog"
 

@@ -47,9 +47,13 @@ class UnknownSourceError(LookupError):
 _STATUS = {ln.TableNotFoundError: 404, ln.NamespaceNotFoundError: 404, ln.InvalidInputError: 400}
 
 
+#: What a page shows for an unknown number.
+UNKNOWN = "\N{EN DASH}"
+
+
 def _bytes(value: int | None) -> str:
     if value is None:
-        return "–"
+        return UNKNOWN
     size = float(value)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if size < 1024 or unit == "TiB":
@@ -59,7 +63,7 @@ def _bytes(value: int | None) -> str:
 
 
 def _number(value: int | None) -> str:
-    return "–" if value is None else f"{value:,}"
+    return UNKNOWN if value is None else f"{value:,}"
 
 
 def _environment() -> Environment:
@@ -76,9 +80,7 @@ def _environment() -> Environment:
 class PageContext:
     """Per request: the namespace reader (built on first use) and how to build links that keep the source."""
 
-    def __init__(
-        self, request: Request, namespace: NamespaceSource, base_path: str, keep: dict[str, str]
-    ) -> None:
+    def __init__(self, request: Request, namespace: NamespaceSource, base_path: str, keep: dict[str, str]) -> None:
         self.request = request
         self._namespace = namespace
         self._reader: CatalogReader | None = None
@@ -293,8 +295,7 @@ def create_page_app(
         "/versions": versions_list_view,
     }
     routes: list[Route | Mount] = [
-        Route(path, page.endpoint(view), methods=["GET"], name=view.__name__ + path)
-        for path, view in views.items()
+        Route(path, page.endpoint(view), methods=["GET"], name=view.__name__ + path) for path, view in views.items()
     ]
     routes.append(Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"))
     return Starlette(routes=routes)

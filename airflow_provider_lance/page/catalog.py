@@ -9,6 +9,7 @@ are never part of anything returned here.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +36,8 @@ _STAGED = re.compile(r"^(\d+)\.manifest-[0-9a-f-]+$")
 _U64_MAX = 2**64 - 1
 # Committed manifests never change: what was read from them is kept (oldest entries dropped first).
 _CACHE_SIZE = 4096
+_SUMMARIES_SIZE = 64
+_CACHE_LOCK = threading.Lock()
 _OPERATIONS: dict[tuple[str, int], str | None] = {}
 _SUMMARIES: dict[tuple[str, int], dict[int, tuple[int | None, int | None]]] = {}
 _UNAVAILABLE = (ln.UnsupportedOperationError, NotImplementedError, ln.LanceNamespaceError)
@@ -139,12 +142,20 @@ def _staged_version(name: str) -> int | None:
 def _operation(dataset: lance.LanceDataset, version: int) -> str | None:
     """Return the operation that made a version (``Append``, ``Overwrite``, ``Restore`` ...), read once."""
     key = (dataset.uri, version)
-    if key not in _OPERATIONS:
-        if len(_OPERATIONS) >= _CACHE_SIZE:
-            _OPERATIONS.pop(next(iter(_OPERATIONS)))
-        transaction = dataset.read_transaction(version)
-        _OPERATIONS[key] = type(transaction.operation).__name__ if transaction is not None else None
-    return _OPERATIONS[key]
+    if key in _OPERATIONS:
+        return _OPERATIONS.get(key)
+    transaction = dataset.read_transaction(version)
+    operation = type(transaction.operation).__name__ if transaction is not None else None
+    _remember(_OPERATIONS, key, operation)
+    return operation
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any, size: int = _CACHE_SIZE) -> None:
+    """Keep ``value`` under ``key``, dropping the oldest entry of a full cache (requests run on many threads)."""
+    with _CACHE_LOCK:
+        if key not in cache and len(cache) >= size:
+            cache.pop(next(iter(cache)))
+        cache[key] = value
 
 
 class CatalogReader:
@@ -452,13 +463,13 @@ def _summaries(dataset: lance.LanceDataset) -> dict[int, tuple[int | None, int |
     """Return ``{version: (rows, size)}`` of every version of a dataset (from each manifest's summary), read once
     per (location, latest version): a new version reads them again."""
     key = (dataset.uri, dataset.latest_version)
-    if key not in _SUMMARIES:
-        if len(_SUMMARIES) >= _CACHE_SIZE // 64:
-            _SUMMARIES.pop(next(iter(_SUMMARIES)))
-        result = {}
-        for entry in dataset.versions():
-            metadata = entry.get("metadata") or {}
-            rows, size = metadata.get("total_rows"), metadata.get("total_files_size")
-            result[int(entry["version"])] = (int(rows) if rows else None, int(size) if size else None)
-        _SUMMARIES[key] = result
-    return _SUMMARIES[key]
+    cached = _SUMMARIES.get(key)
+    if cached is not None:
+        return cached
+    result = {}
+    for entry in dataset.versions():
+        metadata = entry.get("metadata") or {}
+        rows, size = metadata.get("total_rows"), metadata.get("total_files_size")
+        result[int(entry["version"])] = (int(rows) if rows else None, int(size) if size else None)
+    _remember(_SUMMARIES, key, result, _SUMMARIES_SIZE)
+    return result

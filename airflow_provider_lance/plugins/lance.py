@@ -7,6 +7,8 @@ opens it inside the UI.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from airflow.plugins_manager import AirflowPlugin
 
 from airflow_provider_lance.plugins import URL_PREFIX
@@ -17,8 +19,10 @@ class LancePlugin(AirflowPlugin):
     """The Lance catalog page inside the Airflow UI."""
 
     name = "lance"
-    fastapi_apps = [{"app": create_airflow_app(), "url_prefix": URL_PREFIX, "name": "Lance catalog"}]
-    external_views = [
+    fastapi_apps: ClassVar[list[dict[str, Any]]] = [
+        {"app": create_airflow_app(), "url_prefix": URL_PREFIX, "name": "Lance catalog"}
+    ]
+    external_views: ClassVar[list[dict[str, Any]]] = [
         {
             "name": "Lance catalog",
             "href": f"{URL_PREFIX}/",

@@ -34,9 +34,7 @@ def page_url(catalog: dict[str, Any]) -> Iterator[str]:
     from airflow_provider_lance.page import create_page_app
 
     # A separate client with a (fake) secret in its storage options: it must never reach a page.
-    namespace = DirectoryNamespace(
-        root=str(catalog["root"]), **{"storage.aws_secret_access_key": "SECRET-NEVER-SHOWN"}
-    )
+    namespace = DirectoryNamespace(root=str(catalog["root"]), **{"storage.aws_secret_access_key": "SECRET-NEVER-SHOWN"})
     with serve(create_page_app(namespace)) as url:
         yield url
 

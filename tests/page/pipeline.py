@@ -51,7 +51,9 @@ def build_catalog(root: Path, rows: int = 100, conn_id: str = "lance_default") -
         for table, factor in TABLES.items():
             staging.stage_data(namespace, table.split("."), _rows(number * 10_000, int(rows * factor)), staging=stage)
         operator = LanceBatchCreateTableVersionsOperator(
-            task_id="commit_versions", lance_conn_id=conn_id, entries=[e.model_dump(exclude_none=True) for e in stage.entries]
+            task_id="commit_versions",
+            lance_conn_id=conn_id,
+            entries=[e.model_dump(exclude_none=True) for e in stage.entries],
         )
         results[run_id] = operator.execute(_context("commit_versions", run_id))
     # demo.users gains a column (a schema change for the diff) and a tag.

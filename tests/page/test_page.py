@@ -58,7 +58,11 @@ def test_hostile_table_name_is_text_and_runs_nothing(page_url: str, tab: Watched
 def test_table_page(page_url: str, tab: WatchedPage, catalog: dict[str, Any]) -> None:
     tab.open(_table(page_url, "demo", "users"))
     facts = dict(
-        zip(tab.tab.locator("dl.facts dt").all_inner_texts(), tab.tab.locator("dl.facts dd").all_inner_texts())
+        zip(
+            tab.tab.locator("dl.facts dt").all_inner_texts(),
+            tab.tab.locator("dl.facts dd").all_inner_texts(),
+            strict=True,
+        )
     )
     assert facts["Latest version"] == str(catalog["users_version"])
     assert facts["Rows"] == "7"
