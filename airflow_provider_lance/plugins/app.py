@@ -8,6 +8,7 @@ type ``lance`` the user may read, and the user must be allowed to read the chose
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -61,9 +62,19 @@ def lance_connections() -> list[str]:
     with create_session() as session:
         names = set(session.scalars(select(Connection.conn_id).where(Connection.conn_type == "lance")))
     for key, value in os.environ.items():
-        if key.startswith("AIRFLOW_CONN_") and ('"lance"' in value or value.startswith("lance://")):
+        if key.startswith("AIRFLOW_CONN_") and _conn_type(value) == "lance":
             names.add(key.removeprefix("AIRFLOW_CONN_").lower())
     return sorted(names, key=lambda name: (name != DEFAULT_CONN, name))
+
+
+def _conn_type(value: str) -> str | None:
+    """Return the type of a connection given as an ``AIRFLOW_CONN_*`` value (JSON or URI)."""
+    if value.lstrip().startswith("{"):
+        try:
+            return json.loads(value).get("conn_type")
+        except (ValueError, AttributeError):
+            return None
+    return value.split("://", 1)[0] if "://" in value else None
 
 
 def namespace_for(request: Request) -> LanceNamespace:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import lance
 import lance_namespace as ln
+import pyarrow as pa
 import pytest
 
 import tests.airflow_helpers  # noqa: F401  (sets AIRFLOW_HOME before Airflow is imported)
@@ -14,6 +16,8 @@ from tests.page.pipeline import build_catalog
 
 #: Tables of the namespace ``many`` (more than one page of the table list).
 MANY = 130
+#: Versions of ``demo.long`` (more than one page of the version history).
+LONG = 57
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +29,13 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     namespace.create_namespace(ln.CreateNamespaceRequest(id=["many"]))
     for i in range(MANY):
         namespace.declare_table(ln.DeclareTableRequest(id=["many", f"t{i:04d}"]))
+    for version in range(1, LONG + 1):
+        lance.write_dataset(
+            pa.table({"x": list(range(version))}),
+            namespace_client=namespace,
+            table_id=["demo", "long"],
+            mode="create" if version == 1 else "append",
+        )
     return {**built, "root": root}
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.browser import WatchedPage
 from tests.conftest import tree_snapshot
-from tests.page.conftest import MANY
+from tests.page.conftest import LONG, MANY
 from tests.page.pipeline import DAG_ID, RUN_IDS, XSS_NAME
 
 pytestmark = pytest.mark.browser
@@ -23,7 +23,7 @@ def _table(url: str, *parts: str, path: str = "/table") -> str:
 def test_namespaces_with_table_counts_and_paging(page_url: str, tab: WatchedPage) -> None:
     tab.open(page_url + "/")
     rows = tab.tab.locator("table.namespaces tbody tr")
-    assert [r.split("\t") for r in rows.all_inner_texts()] == [["demo", "4"], ["many", str(MANY)]]
+    assert [r.split("\t") for r in rows.all_inner_texts()] == [["demo", "5"], ["many", str(MANY)]]
     tab.screenshot("namespaces")
 
     tab.tab.get_by_role("link", name="many", exact=True).click()
@@ -164,3 +164,19 @@ def test_any_namespace_implementation(catalog: dict[str, Any], tab: WatchedPage)
         assert tab.tab.locator("tr.staged").count() == 1
         assert tab.tab.locator("svg#growth polyline.rows").count() == 1
         tab.screenshot("reference-history")
+
+
+def test_long_history_is_paged(page_url: str, tab: WatchedPage) -> None:
+    tab.open(_table(page_url, "demo", "long", path="/table/versions"))
+    numbers = [int(v) for v in tab.tab.locator("tr.committed").evaluate_all("rows => rows.map(r => r.dataset.version)")]
+    assert numbers == list(range(LONG, LONG - 50, -1))  # the newest 50
+    assert len(tab.tab.locator("svg#growth polyline.rows").get_attribute("points").split()) == LONG  # all of them
+    tab.tab.get_by_role("link", name="older versions »").click()
+    tab.tab.wait_for_load_state("load")
+    rows = tab.tab.locator("tr.committed")
+    assert [int(v) for v in rows.evaluate_all("rows => rows.map(r => r.dataset.version)")] == list(
+        range(LONG - 50, 0, -1)
+    )
+    # Rows grow by the version number each time: version n holds 1 + 2 + ... + n rows.
+    assert rows.first.locator("td").nth(3).inner_text() == f"{(LONG - 50) * (LONG - 49) // 2:,}"
+    assert not tab.tab.get_by_role("link", name="older versions »").count()
