@@ -8,6 +8,7 @@ are never part of anything returned here.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,6 +21,8 @@ import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
 from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
+
+log = logging.getLogger(__name__)
 
 #: Tables listed per page of a namespace, versions per page of a history.
 TABLES_PER_PAGE = 100
@@ -335,10 +338,13 @@ class CatalogReader:
         from airflow_provider_lance.namespace.s3 import s3fs_arguments
 
         kwargs = s3fs_arguments(options or {}) if location.startswith(("s3://", "s3a://")) else {}
-        fs, path = fsspec.core.url_to_fs(location.rstrip("/") + "/_versions", **kwargs)
         try:
+            fs, path = fsspec.core.url_to_fs(location.rstrip("/") + "/_versions", **kwargs)
             names = [entry.rsplit("/", 1)[-1] for entry in fs.ls(path, detail=False)]
         except FileNotFoundError:
+            return []
+        except (OSError, ImportError, ValueError) as err:  # a store fsspec cannot list: the page goes on without
+            log.warning("Cannot list the staged versions of %s: %s", location, type(err).__name__)
             return []
         staged = {v for v in map(_staged_version, names) if v is not None and v > latest}
         return sorted(staged, reverse=True)

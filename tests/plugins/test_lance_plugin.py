@@ -147,5 +147,15 @@ def test_extra_link_of_the_commit_task_opens_what_it_committed(api_server: dict[
         assert run_id in tab.tab.locator('tr[data-version="1"]').inner_text()
         assert tab.tab.locator("select[name=conn]").input_value() == "lance_default"
         tab.screenshot("airflow-history")
+        # The navigation entry: the UI's plugin route embeds the page.
+        tab.open(f"{url}/plugin/lance")
+        frame = tab.tab.frame_locator("iframe")
+        assert frame.locator("table.namespaces").inner_text(timeout=60_000).split() == [
+            "Namespace",
+            "Tables",
+            "demo",
+            "3",
+        ]
+        tab.screenshot("airflow-ui")
         assert tab.dialogs == [] and tab.errors == []
         tab.close()
