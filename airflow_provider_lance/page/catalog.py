@@ -34,7 +34,8 @@ SEARCH_SCAN_LIMIT = 100_000
 SEARCH_RESULTS = 100
 #: The run page looks at most this many tables when it is not told which tables the run committed.
 RUN_SCAN_LIMIT = 2_000
-_LIST_PAGE = 1_000
+# Names per list call when the page reads many (counting, searching): one call for a namespace of 10,000 tables.
+_LIST_PAGE = 10_001
 _STAGED = re.compile(r"^(\d+)\.manifest-[0-9a-f-]+$")
 _U64_MAX = 2**64 - 1
 # Committed manifests never change: what was read from them is kept (oldest entries dropped first).
@@ -169,6 +170,7 @@ class CatalogReader:
 
     def __init__(self, namespace: LanceNamespace) -> None:
         self.namespace = namespace
+        self._described: dict[tuple[str, ...], Any] = {}
 
     # ------------------------------------------------------------------ namespaces
 
@@ -239,7 +241,11 @@ class CatalogReader:
     # ------------------------------------------------------------------ tables
 
     def _describe(self, table_id: Sequence[str]) -> Any:
-        return self.namespace.describe_table(ln.DescribeTableRequest(id=list(table_id)))
+        """Describe a table once per reader (a reader serves one request, so one page sees one state)."""
+        key = tuple(table_id)
+        if key not in self._described:
+            self._described[key] = self.namespace.describe_table(ln.DescribeTableRequest(id=list(table_id)))
+        return self._described[key]
 
     def _storage_options(self, described: Any) -> dict[str, str] | None:
         # Options the namespace vends for the table, else the engine's own (never shown, only used to open files).
