@@ -77,6 +77,7 @@ class VersionRow:
 
     version: int
     timestamp: datetime | None
+    tags: list[str] = field(default_factory=list)
     rows: int | None = None
     size: int | None = None
     operation: str | None = None
@@ -171,6 +172,7 @@ class CatalogReader:
     def __init__(self, namespace: LanceNamespace) -> None:
         self.namespace = namespace
         self._described: dict[tuple[str, ...], Any] = {}
+        self._tags: dict[tuple[str, ...], dict[str, int | None] | None] = {}
 
     # ------------------------------------------------------------------ namespaces
 
@@ -277,7 +279,7 @@ class CatalogReader:
             managed_versioning=described.managed_versioning,
             declared_only=bool(described.is_only_declared) or described.version is None,
         )
-        summary.tags = self._optional("list_table_tags", ln.ListTableTagsRequest(id=list(table_id)), _tags)
+        summary.tags = self.tags(table_id)
         summary.branches = self._optional(
             "list_table_branches", ln.ListTableBranchesRequest(id=list(table_id)), lambda r: sorted(r.branches or {})
         )
@@ -291,6 +293,17 @@ class CatalogReader:
         totals = _totals(dataset, dataset.version)
         summary.rows, summary.size = totals
         return summary
+
+    def tags(self, table_id: Sequence[str]) -> dict[str, int | None] | None:
+        """Return a table's tags with their versions (read once per reader), None when the implementation has no
+        tags.
+
+        :param table_id: the table.
+        """
+        key = tuple(table_id)
+        if key not in self._tags:
+            self._tags[key] = self._optional("list_table_tags", ln.ListTableTagsRequest(id=list(table_id)), _tags)
+        return self._tags[key]
 
     def _optional(self, operation: str, request: Any, convert: Any) -> Any:
         """Call a read operation the implementation may not offer; None when it does not."""
@@ -319,10 +332,14 @@ class CatalogReader:
         options = self._storage_options(described)
         dataset = lance.dataset(described.location, storage_options=options)
         summaries = _summaries(dataset)
+        tagged: dict[int | None, list[str]] = {}
+        for name, number in (self.tags(table_id) or {}).items():
+            tagged.setdefault(number, []).append(name)
         rows = []
         for version in versions:
             number = int(version.version)
             row = VersionRow(number, _timestamp(version.timestamp_millis), run=Run.from_metadata(version.metadata))
+            row.tags = tagged.get(number, [])
             row.rows, row.size = summaries.get(number, (None, None))
             row.operation = _operation(dataset, number) if number <= dataset.version else None
             rows.append(row)

@@ -113,6 +113,7 @@ def test_run_link_leads_to_the_batch(page_url: str, tab: WatchedPage) -> None:
 def test_diff_shows_schema_and_row_changes(page_url: str, tab: WatchedPage, catalog: dict[str, Any]) -> None:
     latest = catalog["users_version"]
     tab.open(_table(page_url, "demo", "users", path="/table/versions"))
+    assert tab.tab.locator('tr[data-version="2"] .tag').inner_text() == "audited"
     tab.tab.locator(f'tr[data-version="{latest}"] >> text=diff').click()
     tab.tab.wait_for_load_state("load")
     assert tab.tab.locator("tr.added").inner_text().split("\t")[0] == "+ score"
