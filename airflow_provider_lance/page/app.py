@@ -44,7 +44,14 @@ class UnknownSourceError(LookupError):
     """Raised by a namespace function for a source (e.g. a connection id) it does not know or may not show."""
 
 
-_STATUS = {ln.TableNotFoundError: 404, ln.NamespaceNotFoundError: 404, ln.InvalidInputError: 400}
+_STATUS = {
+    ln.TableNotFoundError: 404,
+    ln.NamespaceNotFoundError: 404,
+    ln.TableVersionNotFoundError: 404,
+    ln.InvalidInputError: 400,
+    ln.PermissionDeniedError: 403,
+    ln.UnauthenticatedError: 403,
+}
 
 
 #: What a page shows for an unknown number.

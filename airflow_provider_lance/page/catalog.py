@@ -403,13 +403,13 @@ class CatalogReader:
         :param left: the older version.
         :param right: the newer version.
         """
-        schemas = [
+        rows = self.version(table_id, left), self.version(table_id, right)  # a missing version: not found
+        old, new = (
             {name: kind for name, kind, _ in _schema_fields(self.dataset(table_id, v).schema)} for v in (left, right)
-        ]
-        old, new = schemas
+        )
         return SchemaDiff(
-            left=self.version(table_id, left),
-            right=self.version(table_id, right),
+            left=rows[0],
+            right=rows[1],
             added=[(n, k) for n, k in new.items() if n not in old],
             removed=[(n, k) for n, k in old.items() if n not in new],
             changed=[(n, old[n], k) for n, k in new.items() if n in old and old[n] != k],

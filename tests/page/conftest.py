@@ -12,12 +12,7 @@ import pytest
 
 import tests.airflow_helpers  # noqa: F401  (sets AIRFLOW_HOME before Airflow is imported)
 from tests.browser import WatchedPage, chromium, needs_chromium, serve
-from tests.page.pipeline import build_catalog
-
-#: Tables of the namespace ``many`` (more than one page of the table list).
-MANY = 130
-#: Versions of ``demo.long`` (more than one page of the version history).
-LONG = 57
+from tests.page.pipeline import LONG, MANY, build_catalog
 
 
 @pytest.fixture(scope="module")

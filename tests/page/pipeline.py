@@ -25,6 +25,10 @@ from tests.airflow_helpers import conn_json
 DAG_ID = "lance_spark_batch_commit"
 TABLES = {"demo.users": 1, "demo.events": 10, "demo.scores": 0.5}
 XSS_NAME = "<img src=x onerror=alert(1)>"
+#: Tables of the namespace ``many`` (more than one page of the table list), added by the page tests' fixture.
+MANY = 130
+#: Versions of ``demo.long`` (more than one page of the version history), added by the page tests' fixture.
+LONG = 57
 RUN_IDS = [f"manual__2026-11-2{day}T02:00:00+00:00" for day in (1, 2, 3)]
 
 

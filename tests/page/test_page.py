@@ -10,8 +10,7 @@ import pytest
 
 from tests.browser import WatchedPage
 from tests.conftest import tree_snapshot
-from tests.page.conftest import LONG, MANY
-from tests.page.pipeline import DAG_ID, RUN_IDS, XSS_NAME
+from tests.page.pipeline import DAG_ID, LONG, MANY, RUN_IDS, XSS_NAME
 
 pytestmark = pytest.mark.browser
 
@@ -134,6 +133,7 @@ def test_errors_are_pages_and_nothing_changes_the_catalog(
     assert tab.open(_table(page_url, "demo", "missing")).status == 404
     assert tab.open(page_url + "/diff?id=demo&id=users&from=x&to=1").status == 400
     assert tab.open(page_url + "/namespace?id=nowhere").status == 404
+    assert tab.open(page_url + "/diff?id=demo&id=users&from=1&to=99").status == 404
     for path in ("/", "/namespace?id=demo", "/table?id=demo&id=users", "/table/versions?id=demo&id=users"):
         assert tab.open(page_url + path).status == 200
     assert tree_snapshot(catalog["root"]) == before
