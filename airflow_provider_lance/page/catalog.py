@@ -44,7 +44,6 @@ _SUMMARIES_SIZE = 64
 _CACHE_LOCK = threading.Lock()
 _OPERATIONS: dict[tuple[str, int], str | None] = {}
 _SUMMARIES: dict[tuple[str, int], dict[int, tuple[int | None, int | None]]] = {}
-_UNAVAILABLE = (ln.UnsupportedOperationError, NotImplementedError, ln.LanceNamespaceError)
 
 
 @dataclass(frozen=True)
@@ -172,7 +171,7 @@ class CatalogReader:
     def __init__(self, namespace: LanceNamespace) -> None:
         self.namespace = namespace
         self._described: dict[tuple[str, ...], Any] = {}
-        self._tags: dict[tuple[str, ...], dict[str, int | None] | None] = {}
+        self._latest: dict[tuple[str, ...], lance.LanceDataset] = {}
 
     # ------------------------------------------------------------------ namespaces
 
@@ -258,16 +257,23 @@ class CatalogReader:
         return dict(getattr(config, "storage_options", None) or {}) or None
 
     def dataset(self, table_id: Sequence[str], version: int | None = None) -> lance.LanceDataset:
-        """Open a table's Lance dataset (at ``version``, the latest by default).
+        """Open a table's Lance dataset at ``version``; the latest is opened once per reader.
 
         :param table_id: the table.
-        :param version: the version.
+        :param version: the version (the latest by default).
         """
+        key = tuple(table_id)
+        if version is None and key in self._latest:
+            return self._latest[key]
         described = self._describe(table_id)
-        return lance.dataset(described.location, version=version, storage_options=self._storage_options(described))
+        dataset = lance.dataset(described.location, version=version, storage_options=self._storage_options(described))
+        if version is None:
+            self._latest[key] = dataset
+        return dataset
 
     def table(self, table_id: Sequence[str]) -> TableSummary:
-        """Describe a table for its page.
+        """Describe a table for its page: what the namespace says, then what its latest version holds (schema,
+        rows, size; tags, branches and indices, which Lance keeps in the dataset itself).
 
         :param table_id: the table.
         """
@@ -279,38 +285,26 @@ class CatalogReader:
             managed_versioning=described.managed_versioning,
             declared_only=bool(described.is_only_declared) or described.version is None,
         )
-        summary.tags = self.tags(table_id)
-        summary.branches = self._optional(
-            "list_table_branches", ln.ListTableBranchesRequest(id=list(table_id)), lambda r: sorted(r.branches or {})
-        )
-        summary.indices = self._optional(
-            "list_table_indices", ln.ListTableIndicesRequest(id=list(table_id)), _index_names
-        )
         if summary.declared_only:
             return summary
-        dataset = lance.dataset(described.location, storage_options=self._storage_options(described))
+        dataset = self.dataset(table_id)
         summary.schema = _schema_fields(dataset.schema)
-        totals = _totals(dataset, dataset.version)
-        summary.rows, summary.size = totals
+        summary.rows, summary.size = _totals(dataset, dataset.version)
+        summary.tags = self.tags(table_id)
+        summary.branches = sorted(dataset.branches.list())
+        summary.indices = [
+            f"{index.name} ({', '.join(index.field_names)})" if index.field_names else index.name
+            for index in dataset.describe_indices()
+        ]
         return summary
 
-    def tags(self, table_id: Sequence[str]) -> dict[str, int | None] | None:
-        """Return a table's tags with their versions (read once per reader), None when the implementation has no
-        tags.
+    def tags(self, table_id: Sequence[str]) -> dict[str, int | None]:
+        """Return a table's tags with the versions they name.
 
         :param table_id: the table.
         """
-        key = tuple(table_id)
-        if key not in self._tags:
-            self._tags[key] = self._optional("list_table_tags", ln.ListTableTagsRequest(id=list(table_id)), _tags)
-        return self._tags[key]
-
-    def _optional(self, operation: str, request: Any, convert: Any) -> Any:
-        """Call a read operation the implementation may not offer; None when it does not."""
-        try:
-            return convert(getattr(self.namespace, operation)(request))
-        except _UNAVAILABLE:
-            return None
+        listed = self.dataset(table_id).tags.list()
+        return {name: contents.get("version") for name, contents in sorted(listed.items())}
 
     # ------------------------------------------------------------------ versions
 
@@ -329,11 +323,10 @@ class CatalogReader:
         token = response.page_token if response.page_token != page_token else None
         versions = sorted(response.versions or [], key=lambda v: -int(v.version))
         described = self._describe(table_id)
-        options = self._storage_options(described)
-        dataset = lance.dataset(described.location, storage_options=options)
+        dataset = self.dataset(table_id)
         summaries = _summaries(dataset)
         tagged: dict[int | None, list[str]] = {}
-        for name, number in (self.tags(table_id) or {}).items():
+        for name, number in self.tags(table_id).items():
             tagged.setdefault(number, []).append(name)
         rows = []
         for version in versions:
@@ -345,7 +338,8 @@ class CatalogReader:
             rows.append(row)
         if not page_token:
             latest = max((r.version for r in rows), default=0)
-            rows[:0] = [VersionRow(v, None, state="staged") for v in self.staged(described.location, options, latest)]
+            staged = self.staged(described.location, self._storage_options(described), latest)
+            rows[:0] = [VersionRow(v, None, state="staged") for v in staged]
         return rows, token or None
 
     def staged(self, location: str, options: dict[str, str] | None, latest: int) -> list[int]:
@@ -464,19 +458,6 @@ class CatalogReader:
             found.extend([*namespace_id, name] for name in self._table_names(namespace_id, limit - len(found)))
             pending.extend([*namespace_id, child] for child in self.child_namespaces(namespace_id))
         return found[:limit], bool(pending) or len(found) >= limit
-
-
-def _tags(response: Any) -> dict[str, int | None]:
-    return {name: _field(contents, "version") for name, contents in sorted((response.tags or {}).items())}
-
-
-def _index_names(response: Any) -> list[str]:
-    names = []
-    for index in response.indexes or []:
-        name = _field(index, "index_name") or _field(index, "name")
-        columns = _field(index, "columns") or []
-        names.append(f"{name} ({', '.join(columns)})" if columns else str(name))
-    return names
 
 
 def _totals(dataset: lance.LanceDataset, version: int) -> tuple[int | None, int | None]:

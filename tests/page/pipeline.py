@@ -3,7 +3,7 @@
 Each run stages a new version of ``demo.users``, ``demo.events`` and ``demo.scores`` with the staging API (what
 the Spark job does on the driver) and commits them with ``LanceBatchCreateTableVersionsOperator``, which records
 the run in every version's metadata. Then one more version is staged and left uncommitted, ``demo.users``
-gains a column (for the diff), gets a tag, and a table with a hostile name is created.
+gains a column (for the diff) and a tag, ``demo.scores`` an index, and a table with a hostile name is created.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ def build_catalog(root: Path, rows: int = 100, conn_id: str = "lance_default") -
         mode="overwrite",
     )
     namespace.create_table_tag(ln.CreateTableTagRequest(id=["demo", "users"], tag="audited", version=2))
+    # demo.scores gets an index (a version of its own).
+    lance.dataset(namespace_client=namespace, table_id=["demo", "scores"]).create_scalar_index("id", "BTREE")
     # A staged version that no commit picked up (the Spark job ran, the commit task did not).
     staging.stage_data(namespace, ["demo", "events"], _rows(90_000, 5))
     lance.write_dataset(_rows(0, 3), namespace_client=namespace, table_id=["demo", XSS_NAME], mode="create")

@@ -71,6 +71,9 @@ def test_table_page(page_url: str, tab: WatchedPage, catalog: dict[str, Any]) ->
     assert tab.tab.locator("table.schema tbody td:first-child").all_inner_texts() == ["id", "name", "score"]
     assert "SECRET-NEVER-SHOWN" not in tab.tab.content()
     tab.screenshot("table")
+    tab.open(_table(page_url, "demo", "scores"))
+    assert tab.tab.locator("dl.facts dd").nth(8).inner_text() == "id_idx (id)"
+    assert tab.tab.locator('tr[data-version="4"] td').nth(2).inner_text() == "CreateIndex"
 
 
 def test_version_history_names_the_runs_and_draws_the_chart(page_url: str, tab: WatchedPage) -> None:
