@@ -93,6 +93,7 @@ def token(url: str, user: str) -> str:
     return response.json()["access_token"]
 
 
+@pytest.mark.spark  # the API server's fixture runs the example DAG first
 def test_page_answers_only_to_a_logged_in_user(api_server: dict[str, Any]) -> None:
     url = api_server["url"]
     page = f"{url}/lance/table/versions?id=demo&id=users"
