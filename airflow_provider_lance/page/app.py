@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from airflow_provider_lance.page.catalog import CatalogReader
+from airflow_provider_lance.page.catalog import RUN_SCAN_LIMIT, CatalogReader
 from airflow_provider_lance.page.chart import growth_chart
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
@@ -249,9 +249,21 @@ def run_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
     if "/" not in run:
         raise ValueError("query parameter 'run' must be '<dag_id>/<run_id>'")
     tables = [parse_identifier(t, "table") for t in page.request.query_params.getlist("table")]
-    commits, partial = page.reader.run_commits(run, tables or None)
+    namespace_id = page.request.query_params.getlist("ns")
+    commits, partial = page.reader.run_commits(run, tables or None, namespace_id)
     dag_id, _, run_id = run.partition("/")
-    return app.render(page, "run.html", run=run, dag_id=dag_id, run_id=run_id, commits=commits, partial=partial)
+    return app.render(
+        page,
+        "run.html",
+        run=run,
+        dag_id=dag_id,
+        run_id=run_id,
+        commits=commits,
+        partial=partial,
+        namespace_id=namespace_id,
+        searched=not tables,
+        scan_limit=RUN_SCAN_LIMIT,
+    )
 
 
 def versions_list_view(app: CatalogPage, page: PageContext) -> HTMLResponse:

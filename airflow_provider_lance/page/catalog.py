@@ -33,7 +33,7 @@ COUNT_LIMIT = 10_000
 SEARCH_SCAN_LIMIT = 100_000
 SEARCH_RESULTS = 100
 #: The run page looks at most this many tables when it is not told which tables the run committed.
-RUN_SCAN_LIMIT = 2_000
+RUN_SCAN_LIMIT = 500
 # Names per list call when the page reads many (counting, searching): one call for a namespace of 10,000 tables.
 _LIST_PAGE = 10_001
 _STAGED = re.compile(r"^(\d+)\.manifest-[0-9a-f-]+$")
@@ -412,15 +412,24 @@ class CatalogReader:
 
     # ------------------------------------------------------------------ runs
 
-    def run_commits(self, run: str, tables: Sequence[Sequence[str]] | None = None) -> tuple[list[RunCommit], bool]:
+    def run_commits(
+        self,
+        run: str,
+        tables: Sequence[Sequence[str]] | None = None,
+        namespace_id: Sequence[str] = (),
+    ) -> tuple[list[RunCommit], bool]:
         """Return what DAG run ``run`` (``<dag_id>/<run_id>``) committed, one line per committing task, and
-        whether the catalog was only partly searched.
+        whether only part of the namespace was searched.
 
         :param run: the run identity recorded in version metadata.
-        :param tables: the tables to look at (the ones a task result names); by default every table of the
-            catalog, up to :data:`RUN_SCAN_LIMIT`.
+        :param tables: the tables to look at (the ones a task result names); by default the tables of
+            ``namespace_id`` and its children, up to :data:`RUN_SCAN_LIMIT`.
+        :param namespace_id: where to search when ``tables`` is not given (the root by default).
         """
-        candidates, partial = (list(map(list, tables)), False) if tables else self._all_tables(RUN_SCAN_LIMIT)
+        if tables:
+            candidates, partial = [list(t) for t in tables], False
+        else:
+            candidates, partial = self._all_tables(list(namespace_id), RUN_SCAN_LIMIT)
         lines: dict[str | None, RunCommit] = {}
         for table_id in candidates:
             for version in self._run_versions(table_id, run):
@@ -450,9 +459,9 @@ class CatalogReader:
                 return
             token = response.page_token
 
-    def _all_tables(self, limit: int) -> tuple[list[list[str]], bool]:
+    def _all_tables(self, start: list[str], limit: int) -> tuple[list[list[str]], bool]:
         found: list[list[str]] = []
-        pending: list[list[str]] = [[]]
+        pending: list[list[str]] = [start]
         while pending and len(found) < limit:
             namespace_id = pending.pop()
             found.extend([*namespace_id, name] for name in self._table_names(namespace_id, limit - len(found)))

@@ -109,6 +109,7 @@ def test_run_link_leads_to_the_batch(page_url: str, tab: WatchedPage) -> None:
         "demo.users v2",
     ]
     assert "commit_versions" in lines.inner_text()
+    assert "Searched the tables of namespace demo" in tab.tab.locator("main").inner_text()
     tab.screenshot("run")
 
 
