@@ -2,8 +2,7 @@
 
 Routes (relative to where the app is mounted): ``/`` (the root namespace), ``/namespace?id=a&id=b``,
 ``/table?id=..``, ``/table/versions?id=..``, ``/diff?id=..&from=N&to=M``, ``/run?run=<dag_id>/<run_id>``,
-``/versions?table=..&version=N``,
-``/static/...``. Every page answers only read operations of the namespace; every name is escaped by Jinja2's
+``/versions?table=..&version=N``, ``/static/...``. Every page answers only read operations of the namespace; every name is escaped by Jinja2's
 autoescaping and a Content-Security-Policy forbids scripts altogether.
 """
 

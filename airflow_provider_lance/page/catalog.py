@@ -1,9 +1,10 @@
 """What the catalog page shows, read from any ``lance_namespace.LanceNamespace`` (read-only calls only).
 
-Everything the namespace answers comes from its read operations (list, describe); what a version holds (rows,
-size, operation, schema) comes from the table's own Lance files, opened with pylance. Committed manifests never
-change, so what is read from one is cached by (location, version). Storage options are used to open files and
-are never part of anything returned here.
+Namespaces, tables, versions and their run metadata come from the namespace's read operations (list, describe);
+what a version holds (rows, size, operation, schema) and what Lance keeps in the dataset itself (tags, branches,
+indices) come from the table's own Lance files, opened with pylance. Committed manifests never change, so what
+is read from one is cached by (location, version). Storage options are used to open files and are never part of
+anything returned here.
 """
 
 from __future__ import annotations
@@ -225,7 +226,8 @@ class CatalogReader:
         return min(count, COUNT_LIMIT), count > COUNT_LIMIT
 
     def search(self, namespace_id: Sequence[str], query: str) -> list[str]:
-        """Return the names of a namespace's tables (and child namespaces) containing ``query``, ignoring case.
+        """Return the names of a namespace's tables containing ``query``, ignoring case (the first
+        :data:`SEARCH_RESULTS`).
 
         :param namespace_id: the namespace.
         :param query: the text to look for.
