@@ -2,12 +2,13 @@
 
 Routes (relative to where the app is mounted): ``/`` (the root namespace), ``/namespace?id=a&id=b``,
 ``/table?id=..``, ``/table/versions?id=..``, ``/diff?id=..&from=N&to=M``, ``/run?run=<dag_id>/<run_id>``,
-``/versions?table=..&version=N``, ``/static/...``. Every page answers only read operations of the namespace; every name is escaped by Jinja2's
-autoescaping and a Content-Security-Policy forbids scripts altogether.
+``/versions?table=..&version=N``, ``/static/...``. Every page answers only read operations of the namespace;
+every name is escaped by Jinja2's autoescaping and a Content-Security-Policy forbids scripts altogether.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from airflow_provider_lance.page.chart import growth_chart
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 HERE = Path(__file__).parent
+log = logging.getLogger(__name__)
 NamespaceSource = LanceNamespace | Callable[[Request], LanceNamespace]
 #: No script runs on these pages, whatever a name holds; frames only from the same origin (the Airflow UI).
 SECURITY_HEADERS = {
@@ -37,6 +39,10 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+
+
+class BadRequestError(ValueError):
+    """A query parameter the page cannot use (answered with 400)."""
 
 
 class UnknownSourceError(LookupError):
@@ -165,11 +171,14 @@ class CatalogPage:
                 return view(self, page)
             except UnknownSourceError as err:
                 return self.render(page, "error.html", 404, title="Unknown catalog", message=str(err.args[0]))
-            except ValueError as err:
+            except BadRequestError as err:
                 return self.render(page, "error.html", 400, title="Bad request", message=str(err))
             except ln.LanceNamespaceError as err:
                 status = next((code for cls, code in _STATUS.items() if isinstance(err, cls)), 502)
                 return self.render(page, "error.html", status, title=type(err).__name__, message=str(err))
+            except (OSError, ValueError, RuntimeError) as err:  # pylance reading the table's files
+                log.warning("Cannot read the files of a table: %s", type(err).__name__)
+                return self.render(page, "error.html", 502, title="Cannot read the table's files", message=str(err))
 
         return handle
 
@@ -181,7 +190,7 @@ def _id(page: PageContext, name: str = "id") -> list[str]:
 def _int(page: PageContext, name: str) -> int:
     value = page.request.query_params.get(name, "")
     if not value.isdigit():
-        raise ValueError(f"query parameter {name!r} must be a version number")
+        raise BadRequestError(f"query parameter {name!r} must be a version number")
     return int(value)
 
 
@@ -246,8 +255,8 @@ def run_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
     """A DAG run: every table version it committed, one line per committing task (a batch is one line)."""
     run = page.request.query_params.get("run", "").strip()
     if "/" not in run:
-        raise ValueError("query parameter 'run' must be '<dag_id>/<run_id>'")
-    tables = [parse_identifier(t, "table") for t in page.request.query_params.getlist("table")]
+        raise BadRequestError("query parameter 'run' must be '<dag_id>/<run_id>'")
+    tables = [_identifier(t) for t in page.request.query_params.getlist("table")]
     namespace_id = page.request.query_params.getlist("ns")
     commits, partial = page.reader.run_commits(run, tables or None, namespace_id)
     dag_id, _, run_id = run.partition("/")
@@ -270,18 +279,26 @@ def versions_list_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
     tables = page.request.query_params.getlist("table")
     numbers = page.request.query_params.getlist("version")
     if not tables or len(tables) != len(numbers) or not all(n.isdigit() for n in numbers):
-        raise ValueError("query parameters 'table' and 'version' must come in pairs (one version number per table)")
+        raise BadRequestError("query parameters 'table' and 'version' must come in pairs (one version per table)")
     rows = []
     for table, number in zip(tables, numbers, strict=True):
-        table_id = parse_identifier(table, "table")
+        table_id = _identifier(table)
         rows.append((table_id, page.reader.version(table_id, int(number))))
     return app.render(page, "version_list.html", rows=rows)
+
+
+def _identifier(text: str) -> list[str]:
+    """Parse a ``table`` query parameter (a JSON list of parts, or a dotted name)."""
+    try:
+        return parse_identifier(text, "table")
+    except ValueError as err:
+        raise BadRequestError(str(err)) from None
 
 
 def _table_id(page: PageContext) -> list[str]:
     table_id = _id(page)
     if not table_id:
-        raise ValueError("query parameter 'id' (the table identifier, one per part) is missing")
+        raise BadRequestError("query parameter 'id' (the table identifier, one per part) is missing")
     return table_id
 
 

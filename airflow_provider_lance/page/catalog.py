@@ -251,12 +251,11 @@ class CatalogReader:
         return self._described[key]
 
     def _storage_options(self, described: Any) -> dict[str, str] | None:
-        # Options the namespace vends for the table, else the engine's own (never shown, only used to open files).
-        vended = _field(described, "storage_options")
-        if vended:
-            return dict(vended)
+        # The engine's own options (its credentials) under what the namespace answers for the table (vended
+        # credentials, or only the endpoint and region without vending). Used to open files, never shown.
         config = getattr(self.namespace, "config", None)
-        return dict(getattr(config, "storage_options", None) or {}) or None
+        options = {**(getattr(config, "storage_options", None) or {}), **(_field(described, "storage_options") or {})}
+        return options or None
 
     def dataset(self, table_id: Sequence[str], version: int | None = None) -> lance.LanceDataset:
         """Open a table's Lance dataset at ``version``; the latest is opened once per reader.
