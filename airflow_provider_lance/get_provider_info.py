@@ -83,6 +83,7 @@ def get_provider_info() -> dict[str, Any]:
                 "conn-fields": copy.deepcopy(CONN_FIELDS),
             }
         ],
+        "extra-links": ["airflow_provider_lance.operators.links.LanceCatalogLink"],
         "asset-uris": [
             {
                 "schemes": ["lance"],

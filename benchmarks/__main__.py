@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from benchmarks.page import main as page_main
 from benchmarks.run import main
 
-sys.exit(main())
+sys.exit(main() or page_main())

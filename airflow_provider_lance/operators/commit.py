@@ -10,6 +10,7 @@ from airflow_provider_lance.hooks.catalog import RUN_ID_METADATA
 from airflow_provider_lance.hooks.errors import CONFLICT_ADVICE
 from airflow_provider_lance.hooks.lance import RUN_KEY_METADATA
 from airflow_provider_lance.operators.base import LanceBaseOperator
+from airflow_provider_lance.operators.links import LanceCatalogLink
 from airflow_provider_lance.utils.identifiers import format_identifier
 from airflow_provider_lance.utils.openlineage import TouchedTable
 
@@ -55,6 +56,8 @@ class LanceCommitOperator(LanceBaseOperator):
         version is the next one) before any is committed.
     :param lance_conn_id: Connection id of the namespace. (templated)
     """
+
+    operator_extra_links = (LanceCatalogLink(),)
 
     def __init__(self, *, allow_non_atomic: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)

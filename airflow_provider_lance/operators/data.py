@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_provider_lance.operators.base import LanceBaseOperator
+from airflow_provider_lance.operators.links import LanceCatalogLink
 from airflow_provider_lance.utils.identifiers import format_identifier
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class LanceTagTableVersionsOperator(_LanceTablesOperator):
     """
 
     template_fields: Sequence[str] = ("tables", "tag", "lance_conn_id")
+    operator_extra_links = (LanceCatalogLink(),)
 
     def __init__(self, *, tables: Sequence[Any], tag: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -151,6 +153,7 @@ class LanceRollbackRunOperator(_LanceTablesOperator):
     """
 
     template_fields: Sequence[str] = ("tables", "run_id", "lance_conn_id")
+    operator_extra_links = (LanceCatalogLink(),)
 
     def __init__(self, *, tables: Sequence[Any], run_id: str = "{{ dag.dag_id }}/{{ run_id }}", **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -14,6 +14,8 @@ import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
 RUN_ID_METADATA = "airflow_run_id"
+#: The committing task's key ``<dag_id>/<run_id>/<task_id>/<map_index>``, recorded beside the run identity.
+RUN_KEY_METADATA = "airflow_run_key"
 
 
 def committed_by_run(namespace: LanceNamespace, table_id: Sequence[str], run_id: str) -> ln.TableVersion | None:

@@ -56,6 +56,10 @@ def test_wheel_metadata(wheel: Path) -> None:
     assert f"{dist_info}/licenses/LICENSE" in names
     assert "airflow_provider_lance/py.typed" in names
     assert "airflow_provider_lance/spark/job.py" in names
+    # The catalog page's templates and stylesheet ship with it; Airflow finds the plugin through its entry point.
+    assert "airflow_provider_lance/page/templates/versions.html" in names
+    assert "airflow_provider_lance/page/static/page.css" in names
+    assert "lance = airflow_provider_lance.plugins.lance:LancePlugin" in entry_points
     assert not any(n.startswith(("tests/", "example_dags/")) for n in names)
 
 

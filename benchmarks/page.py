@@ -1,0 +1,199 @@
+"""Catalog page load times (issue 21): ``python -m benchmarks.page`` (also run at the end of ``make bench``).
+
+The page is served by uvicorn on 127.0.0.1 (the same app ``lance-namespace-server`` mounts at ``/``) and fetched
+with httpx: the time to the last byte of the HTML (the stylesheet is a static file). Measured pages:
+
+* the namespace list: ``/`` (the root's first 100 of 10,000 tables, and the child namespace ``bench`` with
+  its 10,000 tables counted) and ``/namespace?id=bench`` (first page), ``.../page 2`` (``page_token``);
+* a table with 1,000 versions committed with table version management, each recording an Airflow run:
+  its table page and its version history (newest 50 versions, the chart of all 1,000).
+
+The first load of each page is reported apart (``cold``): it reads what later loads take from the page's cache
+of committed manifests. Target: p50 <= 300 ms. Results go to ``benchmarks/results/page.json`` and into
+``docs/benchmarks.md`` between the ``page`` markers (``BENCH_QUICK=1``: 1,000 tables and 100 versions, results
+to ``benchmarks/results/page-quick.json`` only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import lance_namespace as ln
+import pyarrow as pa
+
+from airflow_provider_lance import staging
+from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.page import create_page_app
+from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
+from benchmarks import catalog
+
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
+TABLES = 1_000 if QUICK else 10_000
+VERSIONS = 100 if QUICK else 1_000
+REPS = 5 if QUICK else 30
+TARGET_MS = 300.0
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results" / ("page-quick.json" if QUICK else "page.json")
+DOC = REPO / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- page:begin -->", "<!-- page:end -->"
+
+
+def log(message: str) -> None:
+    print(f"[bench page {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def versioned_table(root: Path, versions: int) -> None:
+    """Commit ``versions`` versions of ``runs.history`` (one row appended each), as the operators do: staged,
+    then committed with the run identity in the version metadata."""
+    namespace = DirectoryNamespace(root=str(root), table_version_management="true")
+    namespace.create_namespace(ln.CreateNamespaceRequest(id=["runs"]))
+    for number in range(1, versions + 1):
+        if number % 100 == 0:
+            log(f"  {number} versions")
+        run = f"bench_dag/scheduled__{number:05d}"
+        entry = staging.stage_data(namespace, ["runs", "history"], pa.table({"x": [number]}))
+        metadata = {**(entry.metadata or {}), RUN_ID_METADATA: run, RUN_KEY_METADATA: f"{run}/commit/-1"}
+        staging.commit_entries(namespace, [entry.model_copy(update={"metadata": metadata})])
+
+
+def timed(client: httpx.Client, path: str) -> tuple[float, str]:
+    started = time.perf_counter()
+    response = client.get(path)
+    elapsed = (time.perf_counter() - started) * 1000
+    response.raise_for_status()
+    return elapsed, response.text
+
+
+def measure(client: httpx.Client, path: str, expect: str) -> dict[str, Any]:
+    cold, text = timed(client, path)
+    assert expect in text, f"{path} does not show {expect!r}"
+    samples = [timed(client, path)[0] for _ in range(REPS)]
+    ordered = sorted(samples)
+    return {
+        "cold_ms": cold,
+        "p50_ms": statistics.median(samples),
+        "p95_ms": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        "reps": REPS,
+    }
+
+
+def run() -> dict[str, Any]:
+    from tests.browser import serve  # the same uvicorn-in-a-thread the page tests use
+
+    base = Path(tempfile.mkdtemp(prefix="lance-bench-page-"))
+    # Two catalogs: the size of one does not change the other's pages, and committing 1,000 versions into a
+    # catalog of 20,000 tables would only make the set-up slow.
+    tables_root, versions_root = base / "tables", base / "versions"
+    log(f"building {TABLES} tables in the root and in 'bench'")
+    catalog.build(tables_root, TABLES)
+    log(f"committing {VERSIONS} versions of runs.history")
+    versions_root.mkdir()
+    started = time.perf_counter()
+    versioned_table(versions_root, VERSIONS)
+    log(f"committed in {time.perf_counter() - started:.0f} s")
+    results: dict[str, Any] = {"tables": TABLES, "versions": VERSIONS}
+    with (
+        serve(create_page_app(DirectoryNamespace(root=str(tables_root)))) as tables_url,
+        serve(create_page_app(DirectoryNamespace(root=str(versions_root)))) as versions_url,
+        httpx.Client(base_url=tables_url, timeout=60) as client,
+        httpx.Client(base_url=versions_url, timeout=60) as versions_client,
+    ):
+        first = client.get("/namespace?id=bench").text
+        token = re.search(r'page_token=([^"&]+)"', first)
+        assert token, "the first page of 'bench' has no link to the next one"
+        pages = {
+            f"namespace list: / (root, {TABLES:,} tables + child 'bench' counted)": (client, "/", f"{TABLES:,}"),
+            f"namespace list: bench ({TABLES:,} tables), first page": (client, "/namespace?id=bench", "t0"),
+            f"namespace list: bench ({TABLES:,} tables), page 2": (
+                client,
+                f"/namespace?id=bench&page_token={token.group(1)}",
+                "next page",
+            ),
+            f"table page ({VERSIONS:,} versions)": (
+                versions_client,
+                "/table?id=runs&id=history",
+                f"scheduled__{VERSIONS:05d}",
+            ),
+            f"version history ({VERSIONS:,} versions, 50 per page + chart)": (
+                versions_client,
+                "/table/versions?id=runs&id=history",
+                f"scheduled__{VERSIONS:05d}",
+            ),
+        }
+        for name, (page_client, path, expect) in pages.items():
+            log(f"measuring {name}")
+            results[name] = measure(page_client, path, expect)
+    catalog.remove(base)
+    return results
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [
+        BEGIN,
+        "## Catalog page load (issue 21)",
+        "",
+        f"`python -m benchmarks.page` (run by `make bench`): the page app served by uvicorn on 127.0.0.1, fetched "
+        f"with httpx, time to the whole HTML; p50/p95 of {REPS} loads "
+        "after a first (cold) load. Target: p50 <= 300 ms.",
+        "",
+        "| page | cold ms | p50 ms | p95 ms | target met |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for name, value in results.items():
+        if isinstance(value, dict):
+            met = "yes" if value["p50_ms"] <= TARGET_MS else "**no**"
+            lines.append(f"| {name} | {value['cold_ms']:.0f} | {value['p50_ms']:.0f} | {value['p95_ms']:.0f} | {met} |")
+    lines += [
+        "",
+        "A page reads one page of names (`list_tables` with `limit`/`page_token`, 100 per page) and counts a child "
+        "namespace with one `list_tables` call of up to 10,001 names; the history reads 50 versions "
+        "(`list_table_versions` with `limit`) and the chart's rows and sizes from the manifests' summaries, read "
+        "once per table and latest version (the cold load of a 1,000-version table) and kept, since committed "
+        "manifests never change. The root page's time is mostly the engine listing a root of 10,000 tables; "
+        "the table pages' is mostly the engine's `describe_table` and `list_table_versions` on a managed table.",
+        "",
+        f"Measured {results.get('date', '')} on {results.get('machine', '')} (shared with other jobs).",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def record(results: dict[str, Any]) -> None:
+    """Write the raw numbers, and (full runs) the section of docs/benchmarks.md between the page markers."""
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1))
+    if QUICK:
+        return
+    text = DOC.read_text() if DOC.exists() else ""
+    section = render(results)
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    DOC.write_text(text)
+
+
+def main() -> int:
+    import platform
+
+    results = run()
+    results["machine"] = f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    results["date"] = time.strftime("%Y-%m-%d")
+    record(results)
+    for name, value in results.items():
+        if isinstance(value, dict):
+            log(f"{name}: cold {value['cold_ms']:.0f} ms, p50 {value['p50_ms']:.0f} ms, p95 {value['p95_ms']:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
