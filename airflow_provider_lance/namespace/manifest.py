@@ -395,9 +395,8 @@ class ManifestTable:
             mine, last = getattr(self._scope, "snapshot", None), self._last_published
             if another_process:
                 self._scope.snapshot = None
-            elif mine is not None and last is not None and last.version > mine.version > 0:
-                if last.verified_at >= mine.verified_at:  # not a catalog re-created since our last commit
-                    self._scope.snapshot = last
+            elif _newer(last, mine):
+                self._scope.snapshot = last
             return self._commit_attempts(write, change, appended, maintain, retries)
 
     @contextmanager
@@ -455,6 +454,14 @@ class ManifestTable:
                 maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
             return result
         raise AssertionError("unreachable")
+
+
+def _newer(last: Snapshot | None, mine: Snapshot | None) -> bool:
+    """Whether this instance's last commit is newer than the operation's snapshot: a higher version, published
+    after that snapshot was read (a catalog re-created since then restarts its versions)."""
+    return (
+        mine is not None and last is not None and last.version > mine.version and last.verified_at >= mine.verified_at
+    )
 
 
 def _endpoints(storage: Storage) -> list[str]:
