@@ -10,12 +10,14 @@ before it in the group: of two requests of one id in a group, the first wins and
 they had committed one after the other. A request is one unit: all of its rows land or none does (a
 BatchCreateTableVersions stays atomic inside a group).
 
-Inserts of a group are one guarded append (fragments.py); deletes of a group are one Lance delete of the union
-of their filters, each request counting the rows only it removed.
+Inserts of a group are one guarded append (fragments.py); upserts (repointing ``table_version`` rows) one
+merge-insert; deletes one Lance delete of the union of their filters, each request counting the rows only it
+removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,11 +53,15 @@ class NothingToCommit(Exception):
     """Every request of a group was answered without a commit (all failed, or nothing to delete)."""
 
 
+INSERT, UPSERT, DELETE = "insert", "upsert", "delete"
+
+
 @dataclass(eq=False)
 class Request:
-    """One queued write: ``rows`` to insert, or ``where``/``removed`` (a Lance filter and the same rows as a
-    mask over the cached rows) to delete."""
+    """One queued write of a ``kind``: ``rows`` to insert or upsert, or ``where``/``removed`` (a Lance filter
+    and the same rows as a mask over the cached rows) to delete."""
 
+    kind: str
     rows: pa.Table | None = None
     where: str | None = None
     removed: Callable[[pa.Table], Any] | None = None
@@ -104,9 +110,9 @@ class GroupCommit:
             self._commit([request])
             return request
         with self._lock:
-            group, rows, kind = [], 0, request.rows is None
+            group, rows = [], 0
             for queued in list(self._queue):  # one kind per group, bounded, in queue order
-                if (queued.rows is None) == kind and (not group or rows + queued.size <= MAX_GROUP_ROWS):
+                if queued.kind == request.kind and (not group or rows + queued.size <= MAX_GROUP_ROWS):
                     group.append(queued)
                     rows += queued.size
                     self._queue.remove(queued)
@@ -205,6 +211,38 @@ class InsertGroup:
 
 
 @dataclass
+class UpsertGroup:
+    """One commit of a group of upserts (rows replaced by id): one pylance merge-insert of every request's rows
+    (of an id in several requests, the last one's row).
+
+    :param group: the requests, in queue order.
+    :param conflict_retries: how often pylance retries the merge-insert on a conflict.
+    """
+
+    group: list[Request]
+    conflict_retries: int
+    seen: Snapshot | None = None
+
+    def rows(self) -> pa.Table:
+        data = pa.concat_tables([request.rows for request in self.group])
+        ids = data["object_id"].to_pylist()
+        last = {oid: position for position, oid in enumerate(ids)}
+        return data if len(last) == len(ids) else data.take(sorted(last.values()))
+
+    def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+        """One commit attempt on top of ``snapshot``."""
+        self.seen = snapshot
+        builder = dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
+        builder.conflict_retries(self.conflict_retries).execute(self.rows())
+        return dataset, None
+
+    def change(self, table: pa.Table) -> pa.Table:
+        """The cached rows after the commit."""
+        data = self.rows()
+        return append_rows(table.filter(pc.invert(pc.is_in(table["object_id"], data["object_id"]))), data)
+
+
+@dataclass
 class DeleteGroup:
     """One commit of a group of deletes: one Lance delete of the union of the filters. Each request counts the
     rows it removed that no earlier request of the group removed (exactly one of two deletes of a row sees 1).
@@ -252,3 +290,22 @@ class DeleteGroup:
             kept = pc.invert(pc.fill_null(request.removed(table), False))
             keep = kept if keep is None else pc.and_(keep, kept)
         return table.filter(keep)
+
+
+def commit_group(group: list[Request], commit: Callable[..., Any], storage: Storage, conflict_retries: int) -> Any:
+    """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); returns the version the
+    last attempt worked on (the answers of a group that needed no commit were found there)."""
+    writes: InsertGroup | UpsertGroup | DeleteGroup
+    if group[0].kind == INSERT:
+        writes = inserts = InsertGroup(group, storage, storage.options or None)
+        try:
+            commit(inserts.write, inserts.change, appended=inserts.appended)
+        except BaseException as error:
+            inserts.abandon()
+            if not isinstance(error, NothingToCommit):
+                raise
+    else:
+        writes = (UpsertGroup if group[0].kind == UPSERT else DeleteGroup)(group, conflict_retries)
+        with contextlib.suppress(NothingToCommit):
+            commit(writes.write, writes.change)
+    return writes.seen

@@ -2,13 +2,13 @@
 
 Reads scan the latest version. Inserts check their ids against the version they commit on top of and commit
 as exactly its next version (fragments.py): of concurrent inserts of one id, one wins and the others find it on
-their retry. Replacements are pylance merge-inserts keyed on ``object_id``; deletes are pylance deletes. The
+their retry. Replacements are pylance merge-inserts keyed on ``object_id``; deletes are pylance deletes.
+Inserts, upserts and deletes that threads make at the same time are committed together (group_commit.py). The
 table is created on the first write, never by a read, so read-only credentials can list and describe.
 """
 
 from __future__ import annotations
 
-import contextlib
 import random
 import re
 import threading
@@ -27,15 +27,16 @@ from lance_namespace import ConcurrentModificationError
 from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.group_commit import (
-    DeleteGroup,
+    DELETE,
+    INSERT,
+    UPSERT,
     DuplicateObjectError,
     GroupCommit,
-    InsertGroup,
-    NothingToCommit,
     Request,
+    commit_group,
 )
 from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
-from airflow_provider_lance.namespace.machine_turn import MachineTurn
+from airflow_provider_lance.namespace.machine_turn import MachineTurn, catalog_key
 from airflow_provider_lance.namespace.manifest_rows import (
     SCHEMA,
     TABLE,
@@ -47,8 +48,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
     table_and_versions_filter,
 )
 from airflow_provider_lance.namespace.rows_cache import RowsCache
-from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
-from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore, append_rows
+from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
@@ -94,9 +94,7 @@ class ManifestTable:
         self._last_published: Snapshot | None = None  # by a commit of this instance
         self._group = GroupCommit(self._commit_group)
         # writer processes of this machine take turns too (memory:// is private to this instance)
-        self._machine_turn = (
-            None if storage.scheme == "memory" else MachineTurn(" ".join([*_endpoints(storage), self.uri]))
-        )
+        self._machine_turn = None if storage.scheme == "memory" else MachineTurn(catalog_key(self.uri, storage.options))
 
     @contextmanager
     def operation(self) -> Iterator[None]:
@@ -250,7 +248,7 @@ class ManifestTable:
         if duplicate is not None:
             raise DuplicateObjectError(duplicate)
         if replacing is None:
-            self._submit(Request(rows=data))
+            self._submit(Request(INSERT, rows=data))
             return
 
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
@@ -279,21 +277,9 @@ class ManifestTable:
     def _commit_group(self, group: list[Request]) -> None:
         """Commit a group of inserts or of deletes (group_commit.py) as one ``__manifest`` commit."""
         self._scope.published = None
-        inserts_or_deletes: InsertGroup | DeleteGroup
-        if group[0].rows is not None:
-            inserts_or_deletes = inserts = InsertGroup(group, self.storage, self.storage_options or None)
-            try:
-                self.commit(inserts.write, inserts.change, appended=inserts.appended)
-            except BaseException as error:
-                inserts.abandon()
-                if not isinstance(error, NothingToCommit):
-                    raise
-        else:
-            inserts_or_deletes = deletes = DeleteGroup(group, self.commit_retries)
-            with contextlib.suppress(NothingToCommit):
-                self.commit(deletes.write, deletes.change)
+        seen = commit_group(group, self.commit, self.storage, self.commit_retries)
         for request in group:  # the version that answered them: the commit's, or the one found to hold a duplicate
-            request.snapshot = getattr(self._scope, "published", None) or inserts_or_deletes.seen
+            request.snapshot = getattr(self._scope, "published", None) or seen
 
     def replace_table(self, table_oid: str, rows: list[ManifestRow]) -> None:
         """Insert ``rows`` and delete the table's row and ``table_version`` rows in one commit (a rename);
@@ -301,20 +287,9 @@ class ManifestTable:
         self.insert(rows, replacing=table_and_versions_filter(table_oid))
 
     def upsert(self, rows: list[ManifestRow]) -> None:
-        """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
-        data = rows_table(rows)
-        replaced = data["object_id"].combine_chunks()
-
-        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-            dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all().conflict_retries(
-                self.commit_retries
-            ).execute(data)
-            return dataset, None
-
-        def change(table: pa.Table) -> pa.Table:
-            return append_rows(table.filter(pc.invert(pc.is_in(table["object_id"], replaced))), data)
-
-        self.commit(write, change)
+        """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests), in the group
+        commit of this instance."""
+        self._submit(Request(UPSERT, rows=rows_table(rows)))
 
     def delete(self, where: str, removed: Callable[[pa.Table], Any] | None = None) -> int:
         """Delete matching rows in one commit; returns how many were deleted. ``removed``: the same rows as a
@@ -323,7 +298,7 @@ class ManifestTable:
         if self._snapshot() is None:
             return 0
         if removed is not None:
-            return int(self._submit(Request(where=where, removed=removed)))
+            return int(self._submit(Request(DELETE, where=where, removed=removed)))
 
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
             return dataset, dataset.delete(where, conflict_retries=self.commit_retries)
@@ -462,11 +437,6 @@ def _newer(last: Snapshot | None, mine: Snapshot | None) -> bool:
     return (
         mine is not None and last is not None and last.version > mine.version and last.verified_at >= mine.verified_at
     )
-
-
-def _endpoints(storage: Storage) -> list[str]:
-    """The endpoints in the storage options: one bucket path on two endpoints is two catalogs."""
-    return sorted(value for key, value in storage.options.items() if key in ENDPOINT_OPTIONS)
 
 
 def _is_commit_conflict(error: BaseException) -> bool:

@@ -23,6 +23,15 @@ from airflow_provider_lance.namespace.group_commit import GroupCommit
 from airflow_provider_lance.namespace.machine_turn import MachineTurn
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError, ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, ManifestRow
+from tests.namespace.helpers_versions import (
+    adopt_template,
+    build_template,
+    copy_staged,
+    make_ns,
+    read,
+    version_rows,
+    versions,
+)
 
 WAIT = 60.0  # a bound on waiting for threads to queue up (never reached when the code works)
 
@@ -228,6 +237,37 @@ def test_a_follower_that_waits_long_commits_alone(tmp_path: Path, monkeypatch: p
     assert _error_names(outcomes) == ["ok"]
     assert alone[0] is not None
     assert sorted(ns.list_tables(ln.ListTablesRequest(id=["a"])).tables) == ["first", "second"]
+
+
+def test_version_commits_of_many_threads_group_their_rows_and_repoints(tmp_path: Path) -> None:
+    """CreateTableVersion from threads of one instance: the commit points (inserts) of versions of several tables
+    and a duplicate version are grouped, then their repointing upserts; every committed version is final."""
+    ns = make_ns(tmp_path / "root", managed=True)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    template = tmp_path / "template.lance"
+    build_template(template, 2)
+    tables = [["a", f"t{i}"] for i in range(4)]
+    staged = {}
+    for table in tables:
+        directory = Path(ns.declare_table(ln.DeclareTableRequest(id=table)).location.removeprefix("file://"))
+        adopt_template(directory, template)
+        staged[tuple(table)] = copy_staged(directory, template, 1)
+    second = copy_staged(Path(ns.describe_table(ln.DescribeTableRequest(id=tables[0])).location[7:]), template, 1)
+    held = HeldGroups(ns.manifest)
+
+    def commit(table: list[str], path: str) -> Callable[[], Any]:
+        return lambda: ns.create_table_version(ln.CreateTableVersionRequest(id=table, version=1, manifest_path=path))
+
+    calls = [commit(table, staged[tuple(table)]) for table in tables] + [commit(tables[0], second)]
+    with running(calls, held) as outcomes:
+        pass
+    assert _error_names(outcomes) == ["ok", "ok", "ok", "ok", "ConcurrentModificationError"]
+    assert held.sizes[:2] == [1, 4]  # the inserts of the waiting requests: one group (the duplicate fails in it)
+    assert len(held.sizes) < 1 + 4 + 4  # the repointing upserts were grouped too
+    for table in tables:
+        assert versions(ns, table) == [1]
+        assert read(ns, table).version == 1
+    assert all(".manifest-" not in meta["manifest_path"] for meta in version_rows(ns).values())  # all final
 
 
 # -- processes --------------------------------------------------------------------------------------------------
