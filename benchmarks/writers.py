@@ -162,6 +162,8 @@ def processes(work: Path, server: CountingS3Server) -> dict[str, Any]:
     results: dict[str, Any] = {}
     context = multiprocessing.get_context("spawn")  # lance is not fork-safe; the pool's imports are paid once
     with context.Pool(8) as pool, context.Manager() as manager:
+        for engine in ENGINES:  # warm-up (not recorded): each worker's first declares pay one-time initialisation
+            _processes_once(pool, manager, engine, build("local", engine, f"warm-{engine}", server, work), 8, 3, "w")
         for storage in ("local", "s3"):
             for writers in (4, 8):
                 roots = {
