@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - Windows: no turn, commits stay guarded
     fcntl = None  # type: ignore[assignment]
 
 WAIT_SECONDS = 5.0
-_POLL_SECONDS = (0.0002, 0.002)  # between attempts to take a busy lock: short, randomised (no convoy)
+_POLL_SECONDS = (0.0001, 0.001)  # between attempts to take a busy lock: short, randomised (no convoy)
 _DIRECTORY = "airflow-provider-lance-turns"
 
 
