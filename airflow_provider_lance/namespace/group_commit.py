@@ -110,9 +110,10 @@ class GroupCommit:
             self._commit([request])
             return request
         with self._lock:
-            group, rows = [], 0
-            for queued in list(self._queue):  # one kind per group, bounded, in queue order
-                if queued.kind == request.kind and (not group or rows + queued.size <= MAX_GROUP_ROWS):
+            self._queue.remove(request)
+            group, rows = [request], request.size
+            for queued in list(self._queue):  # then every request of its kind, in queue order, bounded
+                if queued.kind == request.kind and rows + queued.size <= MAX_GROUP_ROWS:
                     group.append(queued)
                     rows += queued.size
                     self._queue.remove(queued)
