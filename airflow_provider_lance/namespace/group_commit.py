@@ -173,6 +173,17 @@ class InsertGroup:
     seen: Snapshot | None = None  # the version the last attempt validated against
     _written: _Written = field(default_factory=_Written)
 
+    def prepare(self, dataset: lance.LanceDataset) -> None:
+        """Write the data file of every request before the writers' turn (only the commit needs it): usually
+        none of them is a duplicate and the file is committed as it is."""
+        self._write([request for request in self.group if not request.answered], dataset)
+
+    def _write(self, accepted: list[Request], dataset: lance.LanceDataset) -> None:
+        data = pa.concat_tables([request.rows for request in accepted])
+        self._written.fragments.extend(fragments.write_rows(dataset, data, self.storage_options))
+        self._written.requests = accepted
+        self.appended[:] = data["object_id"].to_pylist()
+
     def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
         """One commit attempt on top of ``snapshot``."""
         self.seen = snapshot
@@ -196,10 +207,7 @@ class InsertGroup:
         if not accepted:
             raise NothingToCommit
         if not written.fragments:
-            data = pa.concat_tables([request.rows for request in accepted])
-            written.fragments.extend(fragments.write_rows(dataset, data, self.storage_options))
-            written.requests = accepted
-            self.appended[:] = data["object_id"].to_pylist()
+            self._write(accepted, dataset)
         return fragments.commit_append(dataset, written.fragments, self.storage_options), None
 
     def change(self, table: pa.Table) -> pa.Table:
@@ -293,13 +301,23 @@ class DeleteGroup:
         return table.filter(keep)
 
 
-def commit_group(group: list[Request], commit: Callable[..., Any], storage: Storage, conflict_retries: int) -> Any:
-    """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); returns the version the
-    last attempt worked on (the answers of a group that needed no commit were found there)."""
+def commit_group(
+    group: list[Request],
+    commit: Callable[..., Any],
+    storage: Storage,
+    conflict_retries: int,
+    dataset: lance.LanceDataset | None,
+) -> Any:
+    """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); ``dataset``: a private
+    copy of the latest version known (None without ``__manifest``), to write data files on before the commit.
+    Returns the version the last attempt worked on (the answers of a group that needed no commit were found
+    there)."""
     writes: InsertGroup | UpsertGroup | DeleteGroup
     if group[0].kind == INSERT:
         writes = inserts = InsertGroup(group, storage, storage.options or None)
         try:
+            if dataset is not None:
+                inserts.prepare(dataset)
             commit(inserts.write, inserts.change, appended=inserts.appended)
         except BaseException as error:
             inserts.abandon()
