@@ -275,7 +275,7 @@ class ManifestTable:
         return request.result
 
     def _commit_group(self, group: list[Request]) -> None:
-        """Commit a group of inserts or of deletes (group_commit.py) as one ``__manifest`` commit."""
+        """Commit a group of inserts, upserts or deletes (group_commit.py) as one ``__manifest`` commit."""
         self._scope.published = None
         snapshot = self._snapshot() if group[0].kind == INSERT else None
         dataset = snapshot.private() if snapshot is not None else None
