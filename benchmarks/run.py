@@ -584,6 +584,7 @@ def main() -> int:
         ("s3_writes", lambda: _scale("s3_writes")),
         ("threads", lambda: _scale("threads")),
         ("processes", lambda: _scale("processes")),
+        ("writers", lambda: importlib.import_module("benchmarks.writers").run()),
         ("data_plane", lambda: _scale("data_plane")),
         ("spark", spark_staging),
     ]

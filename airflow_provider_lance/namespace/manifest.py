@@ -2,7 +2,8 @@
 
 Reads scan the latest version. Inserts check their ids against the version they commit on top of and commit
 as exactly its next version (fragments.py): of concurrent inserts of one id, one wins and the others find it on
-their retry. Replacements are pylance merge-inserts keyed on ``object_id``; deletes are pylance deletes. The
+their retry. Replacements are pylance merge-inserts keyed on ``object_id``; deletes are pylance deletes.
+Inserts, upserts and deletes that threads make at the same time are committed together (group_commit.py). The
 table is created on the first write, never by a read, so read-only credentials can list and describe.
 """
 
@@ -21,12 +22,21 @@ import lance
 import pyarrow as pa
 import pyarrow.compute as pc
 from lance.commit import CommitConflictError
-from lance.fragment import FragmentMetadata
 from lance_namespace import ConcurrentModificationError
 
-from airflow_provider_lance.namespace import feature_flags, fragments, maintenance
+from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
+from airflow_provider_lance.namespace.group_commit import (
+    DELETE,
+    INSERT,
+    UPSERT,
+    DuplicateObjectError,
+    GroupCommit,
+    Request,
+    commit_group,
+)
 from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
+from airflow_provider_lance.namespace.machine_turn import MachineTurn, catalog_key
 from airflow_provider_lance.namespace.manifest_rows import (
     SCHEMA,
     TABLE,
@@ -38,27 +48,16 @@ from airflow_provider_lance.namespace.manifest_rows import (
     table_and_versions_filter,
 )
 from airflow_provider_lance.namespace.rows_cache import RowsCache
-from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore, append_rows
+from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
 _TURN_TIMEOUT_SECONDS = 2.0
-# Attempts of an insert as a guarded append before it turns to merge-inserts: under heavy contention every
-# concurrent commit would fail the append again (measured: starved after 20 retries with 8 writer processes).
-_GUARDED_APPENDS = 3
-# How often a merge-insert retries inside pylance before this engine re-reads and retries it: pylance rebases it
-# over other writers' inserts of other ids; a longer inner loop waits out pylance's own (long) backoff.
+# How often a merge-insert (a rename, BatchCommitTables) retries inside pylance before this engine re-reads and
+# retries it: pylance rebases it over other writers' inserts of other ids.
 _MERGE_INSERT_RETRIES = 2
 _MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?:[^"\\]|\\.)*)"')
-
-
-class DuplicateObjectError(Exception):
-    """A merge-insert found a row with the same ``object_id``."""
-
-    def __init__(self, object_id: str | None) -> None:
-        super().__init__(object_id)
-        self.object_id = object_id
 
 
 class ManifestTable:
@@ -92,6 +91,10 @@ class ManifestTable:
         self._snapshots = SnapshotStore(storage, storage.options, rows_cache)
         self._scope = threading.local()  # per thread: the operation's snapshot
         self._turn_lock = threading.RLock()  # re-entrant: maintenance commits inside a writer's turn
+        self._last_published: Snapshot | None = None  # by a commit of this instance
+        self._group = GroupCommit(self._commit_group)
+        # writer processes of this machine take turns too (memory:// is private to this instance)
+        self._machine_turn = None if storage.scheme == "memory" else MachineTurn(catalog_key(self.uri, storage.options))
 
     @contextmanager
     def operation(self) -> Iterator[None]:
@@ -149,6 +152,7 @@ class ManifestTable:
 
     def _publish(self, snapshot: Snapshot) -> Snapshot:
         self._snapshots.publish(snapshot, identify=False)
+        self._scope.published = self._last_published = snapshot
         if getattr(self._scope, "depth", 0):
             self._scope.snapshot = snapshot
         return snapshot
@@ -232,54 +236,52 @@ class ManifestTable:
     # -- writes -----------------------------------------------------------------------------------------
     def insert(self, rows: list[ManifestRow], replacing: str | None = None) -> None:
         """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists.
-        ``replacing``: a filter of rows deleted in the same commit (a rename: new ids in, old ids out).
+        ``replacing``: a filter of rows deleted in the same commit (a rename, BatchCommitTables).
 
-        The first attempts are guarded appends (fragments.py): the ids are checked against the version the
-        commit goes on top of, and any concurrent commit fails it. After ``_GUARDED_APPENDS`` of them the write
-        is contended: the next attempts are pylance merge-inserts, which rebase over other writers' inserts of
-        other ids by themselves (only the same id conflicts) instead of re-reading and losing again."""
+        A plain insert joins the group commit of this instance (group_commit.py): it lands together with the
+        inserts other threads make at the same time, as one guarded append, and still fails alone if one of
+        its ids exists. An insert that also deletes is a pylance merge-insert keyed on ``object_id``, committed
+        on its own."""
         data = rows_table(rows)
         ids = data["object_id"].to_pylist()
         duplicate = next((oid for oid, count in Counter(ids).items() if count > 1), None)
         if duplicate is not None:
             raise DuplicateObjectError(duplicate)
-        written: list[FragmentMetadata] = []
-        appends = 0 if replacing is None else _GUARDED_APPENDS  # the attempts made as guarded appends
+        if replacing is None:
+            self._submit(Request(INSERT, rows=data))
+            return
 
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-            nonlocal appends
-            if written and fragments.holds(dataset, written):
-                return dataset, None  # the append landed though its commit reported a conflict
-            if appends >= _GUARDED_APPENDS:
-                if written:
-                    fragments.delete_files(self.storage, MANIFEST_DIR, written)  # no version holds it: none will
-                    written.clear()
-                builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
-                if replacing is not None:
-                    builder = builder.when_not_matched_by_source_delete(replacing)
-                builder.conflict_retries(_MERGE_INSERT_RETRIES).execute(data)
-                return dataset, None
-            appends += 1
-            _, positions = snapshot.index()
-            existing = next((oid for oid in ids if oid in positions), None)
-            if existing is not None:
-                if written:
-                    fragments.delete_files(self.storage, MANIFEST_DIR, written)  # no version holds it: none will
-                raise DuplicateObjectError(existing)
-            if not written:
-                written.extend(fragments.write_rows(dataset, data, self.storage_options or None))
-            return fragments.commit_append(dataset, written, self.storage_options or None), None
+            builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
+            builder.when_not_matched_by_source_delete(replacing).conflict_retries(_MERGE_INSERT_RETRIES).execute(data)
+            return dataset, None
 
         try:
-            if replacing is not None:
-                self.commit(write)
-            else:
-                self.commit(write, lambda table: append_rows(table, data), appended=ids)
+            self.commit(write)
         except OSError as error:
             match = _MATCHED_ROW.search(str(error))
             if match:
                 raise DuplicateObjectError(match.group(1)) from None
             raise
+
+    def _submit(self, request: Request) -> Any:
+        """A write through the group commit: its own answer, and the operation goes on at the version that
+        answered it (its own write included)."""
+        self._group.submit(request)
+        if request.snapshot is not None and getattr(self._scope, "depth", 0):
+            self._scope.snapshot = request.snapshot
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    def _commit_group(self, group: list[Request]) -> None:
+        """Commit a group of inserts, upserts or deletes (group_commit.py) as one ``__manifest`` commit."""
+        self._scope.published = None
+        snapshot = self._snapshot() if group[0].kind == INSERT else None
+        dataset = snapshot.private() if snapshot is not None else None
+        seen = commit_group(group, self.commit, self.storage, self.commit_retries, dataset)
+        for request in group:  # the version that answered them: the commit's, or the one found to hold a duplicate
+            request.snapshot = getattr(self._scope, "published", None) or seen
 
     def replace_table(self, table_oid: str, rows: list[ManifestRow]) -> None:
         """Insert ``rows`` and delete the table's row and ``table_version`` rows in one commit (a rename);
@@ -287,34 +289,23 @@ class ManifestTable:
         self.insert(rows, replacing=table_and_versions_filter(table_oid))
 
     def upsert(self, rows: list[ManifestRow]) -> None:
-        """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests)."""
-        data = rows_table(rows)
-        replaced = data["object_id"].combine_chunks()
-
-        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-            dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all().conflict_retries(
-                self.commit_retries
-            ).execute(data)
-            return dataset, None
-
-        def change(table: pa.Table) -> pa.Table:
-            return append_rows(table.filter(pc.invert(pc.is_in(table["object_id"], replaced))), data)
-
-        self.commit(write, change)
+        """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests), in the group
+        commit of this instance."""
+        self._submit(Request(UPSERT, rows=rows_table(rows)))
 
     def delete(self, where: str, removed: Callable[[pa.Table], Any] | None = None) -> int:
         """Delete matching rows in one commit; returns how many were deleted. ``removed``: the same rows as a
-        mask over the cached rows, so that the cache moves to the new version without a scan."""
+        mask over the cached rows; such a delete joins the group commit of this instance (group_commit.py)
+        and counts only the rows no earlier delete of its group removed."""
         if self._snapshot() is None:
             return 0
-
-        def change(table: pa.Table) -> pa.Table:
-            return table.filter(pc.invert(removed(table)))
+        if removed is not None:
+            return int(self._submit(Request(DELETE, where=where, removed=removed)))
 
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
             return dataset, dataset.delete(where, conflict_retries=self.commit_retries)
 
-        result = self.commit(write, change if removed is not None else None)
+        result = self.commit(write)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
     def delete_object(self, object_id: str, object_type: str) -> int:
@@ -374,22 +365,30 @@ class ManifestTable:
         (compaction, clean-up of old versions) runs when a commit crosses its threshold, unless ``maintain`` is
         false; ``retries``: how often a conflict is retried (default: ``commit_retries``).
 
-        Threads of this instance take turns (they would only conflict with each other); a thread that waited
-        starts from the snapshot the previous one published, not from the one its operation checked out."""
-        with self._turn() as waited:
-            if waited:
+        Threads of this instance take turns (they would only conflict with each other); a thread starts from
+        the snapshot this instance published last when that is newer than the one its operation checked out,
+        and from the latest version after another process of the machine held the turn."""
+        with self._turn() as another_process:
+            mine, last = getattr(self._scope, "snapshot", None), self._last_published
+            if another_process:
                 self._scope.snapshot = None
+            elif _newer(last, mine):
+                self._scope.snapshot = last
             return self._commit_attempts(write, change, appended, maintain, retries)
 
     @contextmanager
     def _turn(self) -> Iterator[bool]:
-        """This instance's writers one at a time; yields whether another held the turn. The wait is bounded:
+        """This instance's writers one at a time, and one process of this machine at a time (machine_turn.py);
+        yields whether another process held the turn first. The wait is bounded:
         a pylance callback into the namespace can hold a pylance worker thread that the current writer needs,
         so after ``_TURN_TIMEOUT_SECONDS`` a writer goes ahead (commits stay safe: conflicts are retried)."""
-        waited = not self._turn_lock.acquire(blocking=False)
-        acquired = not waited or self._turn_lock.acquire(timeout=_TURN_TIMEOUT_SECONDS)
+        acquired = self._turn_lock.acquire(timeout=_TURN_TIMEOUT_SECONDS)
         try:
-            yield waited
+            if self._machine_turn is None:
+                yield False
+            else:
+                with self._machine_turn.hold() as another_process:
+                    yield another_process
         finally:
             if acquired:
                 self._turn_lock.release()
@@ -432,6 +431,14 @@ class ManifestTable:
                 maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
             return result
         raise AssertionError("unreachable")
+
+
+def _newer(last: Snapshot | None, mine: Snapshot | None) -> bool:
+    """Whether this instance's last commit is newer than the operation's snapshot: a higher version, published
+    after that snapshot was read (a catalog re-created since then restarts its versions)."""
+    return (
+        mine is not None and last is not None and last.version > mine.version and last.verified_at >= mine.verified_at
+    )
 
 
 def _is_commit_conflict(error: BaseException) -> bool:

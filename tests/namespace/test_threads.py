@@ -110,5 +110,5 @@ def test_writers_of_one_instance_take_turns_instead_of_conflicting(
     assert sorted(ns.list_tables(ln.ListTablesRequest(id=["a"])).tables) == sorted(
         f"w{worker}_{i}" for worker in range(4) for i in range(10)
     )
-    assert conflicts == []  # each thread committed on the snapshot the previous one published
-    assert len(commits) == 40
+    assert conflicts == []  # each group committed on the snapshot the previous one published
+    assert 1 <= len(commits) <= 40  # declares that arrived together were committed together (group_commit.py)

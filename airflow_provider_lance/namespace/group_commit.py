@@ -1,0 +1,330 @@
+"""Group commit: the ``__manifest`` writes that threads of one instance make at the same time, in one commit.
+
+A write is queued as a request. The first thread to find no group under way leads: it takes every queued
+request and commits them together; the others wait. When the commit is done each request has its own answer
+(a result or an error: a duplicate id fails only the request that holds it) and, if requests arrived meanwhile,
+the first of them leads the next group. Nobody leads twice in a row, so no thread works for others forever.
+
+Validation is per request, in queue order, against the version the commit goes on top of plus the requests
+before it in the group: of two requests of one id in a group, the first wins and the second fails alone, as if
+they had committed one after the other. A request is one unit: all of its rows land or none does (a
+BatchCreateTableVersions stays atomic inside a group).
+
+Inserts of a group are one guarded append (fragments.py); upserts (repointing ``table_version`` rows) one
+merge-insert; deletes one Lance delete of the union of their filters, each request counting the rows only it
+removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pyarrow.compute as pc
+from lance.fragment import FragmentMetadata
+
+from airflow_provider_lance.namespace import fragments
+from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
+from airflow_provider_lance.namespace.manifest_rows import sql_string
+from airflow_provider_lance.namespace.snapshots import Snapshot, append_rows
+from airflow_provider_lance.namespace.storage import Storage
+
+# How long a queued request waits for a leader to take it before it commits alone: a pylance callback into the
+# namespace can hold a pylance worker thread that the leader's commit needs (see ManifestTable._turn).
+_WAIT_SECONDS = 2.0
+# Rows of one group at most: a commit of a few thousand rows costs about as much as one of a single row.
+MAX_GROUP_ROWS = 4096
+
+
+class DuplicateObjectError(Exception):
+    """An insert found a row with the same ``object_id``."""
+
+    def __init__(self, object_id: str | None) -> None:
+        super().__init__(object_id)
+        self.object_id = object_id
+
+
+class NothingToCommit(Exception):
+    """Every request of a group was answered without a commit (all failed, or nothing to delete)."""
+
+
+INSERT, UPSERT, DELETE = "insert", "upsert", "delete"
+
+
+@dataclass(eq=False)
+class Request:
+    """One queued write of a ``kind``: ``rows`` to insert or upsert, or ``where``/``removed`` (a Lance filter
+    and the same rows as a mask over the cached rows) to delete."""
+
+    kind: str
+    rows: pa.Table | None = None
+    where: str | None = None
+    removed: Callable[[pa.Table], Any] | None = None
+    result: Any = None
+    error: BaseException | None = None
+    snapshot: Snapshot | None = None  # the version that answered it (the requester's operation goes on there)
+    answered: bool = False
+    lead: bool = False
+    _event: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def size(self) -> int:
+        return self.rows.num_rows if self.rows is not None else 1
+
+    def answer(self, result: Any = None, error: BaseException | None = None) -> None:
+        if not self.answered:
+            self.result, self.error, self.answered = result, error, True
+
+
+class GroupCommit:
+    """The queue of one ``__manifest``'s writers in one process.
+
+    :param run: commits a group of requests (of one kind) and answers each of them.
+    """
+
+    def __init__(self, run: Callable[[list[Request]], None]) -> None:
+        self._run = run
+        self._lock = threading.Lock()
+        self._queue: list[Request] = []
+        self._busy = False  # a leader is committing a group
+
+    def submit(self, request: Request) -> Request:
+        """Queue ``request`` and return it answered (its own result or error)."""
+        with self._lock:
+            self._queue.append(request)
+            request.lead = not self._busy
+            self._busy = True
+        while not request.lead and not request._event.wait(_WAIT_SECONDS):
+            with self._lock:
+                if request in self._queue and not request.lead:  # no leader took it yet: commit it alone
+                    self._queue.remove(request)
+                    break
+        if request.answered:
+            return request
+        if not request.lead:
+            self._commit([request])
+            return request
+        with self._lock:
+            self._queue.remove(request)
+            group, rows = [request], request.size
+            for queued in list(self._queue):  # then every request of its kind, in queue order, bounded
+                if queued.kind == request.kind and rows + queued.size <= MAX_GROUP_ROWS:
+                    group.append(queued)
+                    rows += queued.size
+                    self._queue.remove(queued)
+        try:
+            self._commit(group)
+        finally:
+            with self._lock:
+                if self._queue:
+                    self._queue[0].lead = True  # the next group's leader
+                else:
+                    self._busy = False
+                successor = self._queue[0] if self._queue else None
+            for done in group:
+                done._event.set()
+            if successor is not None:
+                successor._event.set()
+        return request
+
+    def _commit(self, group: list[Request]) -> None:
+        try:
+            self._run(group)
+        except BaseException as error:  # the commit failed as a whole: every request not answered shares it
+            for request in group:
+                request.answer(error=error)
+        for request in group:
+            request.answer()
+
+
+@dataclass
+class _Written:
+    """The data file of a group's inserts, written once and committed again on each retry while the
+    requests it holds stay the same."""
+
+    requests: list[Request] = field(default_factory=list)
+    fragments: list[FragmentMetadata] = field(default_factory=list)
+
+    def discard(self, storage: Storage) -> None:
+        if self.fragments:
+            fragments.delete_files(storage, MANIFEST_DIR, self.fragments)  # no version holds it: none will
+        self.requests, self.fragments = [], []
+
+
+@dataclass
+class InsertGroup:
+    """One commit of a group of inserts: a guarded append (fragments.py) of every request that is not a
+    duplicate of a row of the version it goes on top of or of an earlier request of the group.
+
+    :param group: the requests, in queue order.
+    :param storage: where a data file no version took is deleted.
+    :param storage_options: what pylance writes with.
+    """
+
+    group: list[Request]
+    storage: Storage
+    storage_options: dict[str, str] | None
+    appended: list[str] = field(default_factory=list)  # the ids the commit appends, in order
+    seen: Snapshot | None = None  # the version the last attempt validated against
+    _written: _Written = field(default_factory=_Written)
+
+    def prepare(self, dataset: lance.LanceDataset) -> None:
+        """Write the data file of every request before the writers' turn (only the commit needs it): usually
+        none of them is a duplicate and the file is committed as it is."""
+        self._write([request for request in self.group if not request.answered], dataset)
+
+    def _write(self, accepted: list[Request], dataset: lance.LanceDataset) -> None:
+        data = pa.concat_tables([request.rows for request in accepted])
+        self._written.fragments.extend(fragments.write_rows(dataset, data, self.storage_options))
+        self._written.requests = accepted
+        self.appended[:] = data["object_id"].to_pylist()
+
+    def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+        """One commit attempt on top of ``snapshot``."""
+        self.seen = snapshot
+        written = self._written
+        if written.fragments and fragments.holds(dataset, written.fragments):
+            return dataset, None  # the append landed though its commit reported a conflict
+        _, positions = snapshot.index()
+        accepted, taken = [], set()
+        for request in self.group:
+            if request.answered:
+                continue
+            ids = request.rows["object_id"].to_pylist()
+            duplicate = next((oid for oid in ids if oid in positions or oid in taken), None)
+            if duplicate is not None:
+                request.answer(error=DuplicateObjectError(duplicate))
+                continue
+            accepted.append(request)
+            taken.update(ids)
+        if accepted != written.requests:
+            written.discard(self.storage)
+        if not accepted:
+            raise NothingToCommit
+        if not written.fragments:
+            self._write(accepted, dataset)
+        return fragments.commit_append(dataset, written.fragments, self.storage_options), None
+
+    def change(self, table: pa.Table) -> pa.Table:
+        """The cached rows after the commit: the accepted requests' rows appended."""
+        return append_rows(table, pa.concat_tables([request.rows for request in self._written.requests]))
+
+    def abandon(self) -> None:
+        """The group did not commit: its data file is deleted."""
+        self._written.discard(self.storage)
+
+
+@dataclass
+class UpsertGroup:
+    """One commit of a group of upserts (rows replaced by id): one pylance merge-insert of every request's rows
+    (of an id in several requests, the last one's row).
+
+    :param group: the requests, in queue order.
+    :param conflict_retries: how often pylance retries the merge-insert on a conflict.
+    """
+
+    group: list[Request]
+    conflict_retries: int
+    seen: Snapshot | None = None
+
+    def rows(self) -> pa.Table:
+        data = pa.concat_tables([request.rows for request in self.group])
+        ids = data["object_id"].to_pylist()
+        last = {oid: position for position, oid in enumerate(ids)}
+        return data if len(last) == len(ids) else data.take(sorted(last.values()))
+
+    def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+        """One commit attempt on top of ``snapshot``."""
+        self.seen = snapshot
+        builder = dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
+        builder.conflict_retries(self.conflict_retries).execute(self.rows())
+        return dataset, None
+
+    def change(self, table: pa.Table) -> pa.Table:
+        """The cached rows after the commit."""
+        data = self.rows()
+        return append_rows(table.filter(pc.invert(pc.is_in(table["object_id"], data["object_id"]))), data)
+
+
+@dataclass
+class DeleteGroup:
+    """One commit of a group of deletes: one Lance delete of the union of the filters. Each request counts the
+    rows it removed that no earlier request of the group removed (exactly one of two deletes of a row sees 1).
+
+    :param group: the requests, in queue order.
+    :param conflict_retries: how often pylance retries the delete on a conflict.
+    """
+
+    group: list[Request]
+    conflict_retries: int
+    seen: Snapshot | None = None  # the version the last attempt counted on
+
+    def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+        """One commit attempt on top of ``snapshot``."""
+        self.seen = snapshot
+        table = snapshot.table()
+        claimed: Any = None
+        owned: list[pa.Array] = []
+        for request in self.group:
+            mask = pc.fill_null(request.removed(table), False)
+            if claimed is not None:
+                mask = pc.and_(mask, pc.invert(claimed))
+            owned.append(table["object_id"].filter(mask).combine_chunks())
+            claimed = mask if claimed is None else pc.or_(claimed, mask)
+        if not any(len(ids) for ids in owned):
+            for request in self.group:
+                request.answer(0)
+            raise NothingToCommit
+        where = " OR ".join(f"({request.where})" for request in self.group)
+        dataset.delete(where, conflict_retries=self.conflict_retries)
+        if dataset.version != snapshot.version + 1:
+            # Rebased over other writers' commits: a row counts only if it was still there just before ours.
+            before = dataset.checkout_version(dataset.version - 1)
+            quoted = ", ".join(sql_string(oid) for oid in pa.concat_arrays(owned).to_pylist())
+            present = before.to_table(columns=["object_id"], filter=f"object_id IN ({quoted})")["object_id"]
+            owned = [chunk.filter(pc.is_in(chunk, value_set=present.combine_chunks())) for chunk in owned]
+        for request, ids in zip(self.group, owned, strict=True):
+            request.answer(len(ids))
+        return dataset, None
+
+    def change(self, table: pa.Table) -> pa.Table:
+        """The cached rows after the commit."""
+        keep: Any = None
+        for request in self.group:
+            kept = pc.invert(pc.fill_null(request.removed(table), False))
+            keep = kept if keep is None else pc.and_(keep, kept)
+        return table.filter(keep)
+
+
+def commit_group(
+    group: list[Request],
+    commit: Callable[..., Any],
+    storage: Storage,
+    conflict_retries: int,
+    dataset: lance.LanceDataset | None,
+) -> Any:
+    """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); ``dataset``: a private
+    copy of the latest version known (None without ``__manifest``), to write data files on before the commit.
+    Returns the version the last attempt worked on (the answers of a group that needed no commit were found
+    there)."""
+    writes: InsertGroup | UpsertGroup | DeleteGroup
+    if group[0].kind == INSERT:
+        writes = inserts = InsertGroup(group, storage, storage.options or None)
+        try:
+            if dataset is not None:
+                inserts.prepare(dataset)
+            commit(inserts.write, inserts.change, appended=inserts.appended)
+        except BaseException as error:
+            inserts.abandon()
+            if not isinstance(error, NothingToCommit):
+                raise
+    else:
+        writes = (UpsertGroup if group[0].kind == UPSERT else DeleteGroup)(group, conflict_retries)
+        with contextlib.suppress(NothingToCommit):
+            commit(writes.write, writes.change)
+    return writes.seen
