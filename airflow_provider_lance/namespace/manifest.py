@@ -39,7 +39,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
 )
 from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore, append_rows
-from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage import Storage, is_lost_response
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
@@ -311,8 +311,18 @@ class ManifestTable:
         def change(table: pa.Table) -> pa.Table:
             return table.filter(pc.invert(removed(table)))
 
+        lost: list[int] = []  # the number of matching rows an attempt whose response was lost was deleting
+
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
-            return dataset, dataset.delete(where, conflict_retries=self.commit_retries)
+            try:
+                result = dataset.delete(where, conflict_retries=self.commit_retries)
+            except OSError as error:
+                if is_lost_response(error) and removed is not None and snapshot.rows is not None:
+                    lost.append(int(pc.sum(removed(snapshot.rows)).as_py() or 0))
+                raise
+            if lost and not (isinstance(result, dict) and result.get("num_deleted_rows")):
+                return dataset, {"num_deleted_rows": lost[-1]}  # nothing left to delete: the lost attempt landed
+            return dataset, result
 
         result = self.commit(write, change if removed is not None else None)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
@@ -410,7 +420,8 @@ class ManifestTable:
                 dataset, result = write(snapshot, snapshot.private())
             except (OSError, ValueError, RuntimeError) as error:
                 self._scope.snapshot = None  # the next read must see the winning writer's rows
-                if not _is_commit_conflict(error):
+                # A lost response: the next attempt finds the commit landed (``write`` recognises its own) or not.
+                if not (_is_commit_conflict(error) or is_lost_response(error)):
                     raise
                 if attempt == retries:
                     raise ConcurrentModificationError(
