@@ -17,6 +17,9 @@ from lance_namespace import InternalError, InvalidInputError, LanceNamespaceErro
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
 
+# Operations for which the reference's Python API takes a dict and answers a dict (measured: pylance 14's
+# ``lance.namespace.DirectoryNamespace``); ours answers a dict request with a dict there too.
+_DICT_ANSWERS = frozenset({"create_table_version", "describe_table_version", "batch_delete_table_versions"})
 _Request = TypeVar("_Request", bound=pydantic.BaseModel)
 _Response = TypeVar("_Response")
 
@@ -67,7 +70,10 @@ def operation(
             with namespace_errors(name), catalog.manifest.operation():  # one check-out per operation
                 return function(catalog, parsed, *request_data)
 
-        return run_on_python_thread(run)
+        response = run_on_python_thread(run)
+        if name in _DICT_ANSWERS and isinstance(request, dict) and isinstance(response, pydantic.BaseModel):
+            return response.model_dump(exclude_none=True)  # type: ignore[return-value]
+        return response
 
     if takes_data:
 
