@@ -12,10 +12,17 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import pydantic
-from lance_namespace import InternalError, InvalidInputError, LanceNamespaceError, PermissionDeniedError
+from lance_namespace import (
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    PermissionDeniedError,
+    ServiceUnavailableError,
+)
 
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
+from airflow_provider_lance.namespace.storage import is_transient_error
 
 # Operations for which the reference's Python API takes a dict and answers a dict (measured: pylance 14's
 # ``lance.namespace.DirectoryNamespace``); ours answers a dict request with a dict there too.
@@ -48,8 +55,15 @@ def namespace_errors(operation: str) -> Iterator[None]:
         raise
     except PermissionError as error:
         raise PermissionDeniedError(f"{operation}: permission denied: {error}") from error
-    except (OSError, ValueError, RuntimeError) as error:
-        raise InternalError(f"{operation} failed: {error}") from error
+    except Exception as error:
+        if is_transient_error(error):
+            raise ServiceUnavailableError(
+                f"{operation}: the object store did not answer (throttled, connection lost) after retries; retry the "
+                f"operation, a commit that landed is recognised as done: {error}"
+            ) from error
+        if isinstance(error, (OSError, ValueError, RuntimeError)):
+            raise InternalError(f"{operation} failed: {error}") from error
+        raise
 
 
 def operation(

@@ -56,6 +56,18 @@ def is_lost_response(error: BaseException) -> bool:
     return any(marker in text for marker in _LOST_RESPONSE_MARKERS)
 
 
+def is_transient_error(error: BaseException) -> bool:
+    """True when the store throttled or the connection failed even after the clients' retries (botocore and
+    s3fs retry 5 times each, object_store 10 times within 3 minutes): worth retrying the whole operation."""
+    module = type(error).__module__.partition(".")[0]
+    text = str(error).lower()
+    return (
+        (module in ("botocore", "aiobotocore", "aiohttp") and not hasattr(error, "response"))  # not an S3 answer
+        or is_lost_response(error)
+        or any(marker in text for marker in ("slowdown", "reduce your request rate", "503 service unavailable"))
+    )
+
+
 def is_denied_error(error: BaseException) -> bool:
     """True when the store refused the request (credentials or permissions)."""
     if isinstance(error, PermissionError):
