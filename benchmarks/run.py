@@ -586,6 +586,7 @@ def main() -> int:
         ("processes", lambda: _scale("processes")),
         ("data_plane", lambda: _scale("data_plane")),
         ("spark", spark_staging),
+        ("soak", lambda: importlib.import_module("benchmarks.soak").run(QUICK)),
     ]
     only = ONLY
     for name, section in sections:
