@@ -154,3 +154,13 @@ def test_every_operation_under_one_fault(moto_server: MotoServer, fault: str) ->
     )
     assert injected > 0
     assert tally.problems == [], dict(tally.counts)
+
+
+def test_stage_data_uses_the_engine_storage_options_without_vending(moto_server: MotoServer, s3_root: str) -> None:
+    """Our engine vends no credentials by default; stage_data on it still writes with the engine's own options."""
+    properties = moto_server.properties(s3_root, table_version_management="true")
+    properties.pop("credential_vending_enabled")
+    ns = DirectoryNamespace(**properties)
+    entry = stage_data(ns, ["t"], rows(3))
+    commit_entries(ns, [entry])
+    assert visible_version(ns, ["t"]) == 1
