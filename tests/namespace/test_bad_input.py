@@ -258,7 +258,7 @@ def test_credentials_in_an_endpoint_url_are_refused_without_echoing_them(tmp_pat
 
 @pytest.mark.parametrize("value", [5, 1.5, None, ["a"], {"a": "b"}])
 def test_storage_options_must_be_strings(tmp_path, value) -> None:
-    with pytest.raises(InvalidInputError, match="storage.aws_region"):
+    with pytest.raises(InvalidInputError, match=r"storage\.aws_region"):
         DirectoryNamespace(root=str(tmp_path), **{"storage.aws_region": value})
 
 
