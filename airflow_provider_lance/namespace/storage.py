@@ -56,6 +56,16 @@ def is_lost_response(error: BaseException) -> bool:
     return any(marker in text for marker in _LOST_RESPONSE_MARKERS)
 
 
+def root_problem(error: BaseException) -> str | None:
+    """What makes the root unusable as a catalog, when ``error`` says so (else None)."""
+    text = str(error).lower()
+    if isinstance(error, NotADirectoryError) or "not a directory" in text:
+        return "it is a file or lies under one (a catalog root must be a directory)"
+    if "nosuchbucket" in text or "bucket does not exist" in text:
+        return "its bucket does not exist (create it, or fix the bucket name)"
+    return None
+
+
 def is_transient_error(error: BaseException) -> bool:
     """True when the store throttled or the connection failed even after the clients' retries (botocore and
     s3fs retry 5 times each, object_store 10 times within 3 minutes): worth retrying the whole operation."""

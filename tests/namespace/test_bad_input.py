@@ -274,3 +274,18 @@ def test_dict_requests_get_dict_answers_where_the_reference_gives_them(tmp_path)
     )
     deleted = ns.batch_delete_table_versions({"id": ["t"], "ranges": [{"start_version": 7, "end_version": 7}]})
     assert isinstance(deleted, dict)
+
+
+@pytest.mark.parametrize("below", ["", "/below"])
+def test_a_root_that_is_a_file_is_named_with_what_is_wrong(tmp_path, below) -> None:
+    (tmp_path / "afile").write_text("x")
+    ns = DirectoryNamespace(root=str(tmp_path / "afile") + below)
+    for call in (
+        lambda: ns.list_namespaces(ln.ListNamespacesRequest(id=[])),
+        lambda: ns.declare_table(ln.DeclareTableRequest(id=["t"])),
+    ):
+        with pytest.raises(InvalidInputError) as raised:
+            call()
+        assert "afile" in str(raised.value) and "is a file" in str(raised.value)
+        assert "LanceError" not in str(raised.value)
+    assert (tmp_path / "afile").read_text() == "x"

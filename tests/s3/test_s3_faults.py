@@ -164,3 +164,13 @@ def test_stage_data_uses_the_engine_storage_options_without_vending(moto_server:
     entry = stage_data(ns, ["t"], rows(3))
     commit_entries(ns, [entry])
     assert visible_version(ns, ["t"]) == 1
+
+
+def test_a_root_on_a_missing_bucket_is_named_with_what_is_wrong(moto_server: MotoServer) -> None:
+    ns = DirectoryNamespace(**moto_server.properties("s3://no-such-bucket-20/p"))
+    for call in (
+        lambda: ns.list_namespaces(ln.ListNamespacesRequest(id=[])),
+        lambda: ns.create_namespace(ln.CreateNamespaceRequest(id=["a"])),
+    ):
+        with pytest.raises(ln.InvalidInputError, match=r"no-such-bucket-20.*bucket does not exist"):
+            call()
