@@ -289,3 +289,16 @@ def test_a_root_that_is_a_file_is_named_with_what_is_wrong(tmp_path, below) -> N
         assert "afile" in str(raised.value) and "is a file" in str(raised.value)
         assert "LanceError" not in str(raised.value)
     assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_a_table_declared_at_the_wrong_location_is_told_where_it_must_be(tmp_path) -> None:
+    """Directory-listing mode finds a root table only at ``<name>.lance`` (the reference's words)."""
+    ns = DirectoryNamespace(root=str(tmp_path), manifest_enabled="false")
+    with pytest.raises(InvalidInputError) as raised:
+        ns.declare_table(ln.DeclareTableRequest(id=["t"], location="elsewhere"))
+    expected = f"Cannot declare table t at location elsewhere, must be at location {(tmp_path / 't.lance').as_uri()}"
+    assert str(raised.value) == expected
+    with pytest.raises(InvalidInputError, match=r"must be at location .*t2\.lance"):
+        ns.register_table(ln.RegisterTableRequest(id=["t2"], location="elsewhere"))
+    assert list(tmp_path.iterdir()) == []
+    assert ns.declare_table(ln.DeclareTableRequest(id=["t"], location="t.lance")).location.endswith("/t.lance")
