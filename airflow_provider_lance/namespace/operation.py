@@ -63,8 +63,8 @@ def namespace_errors(operation: str, root: str) -> Iterator[None]:
             raise PermissionDeniedError(f"{operation}: permission denied on the root '{root}': {error}") from error
         if is_transient_error(error):
             raise ServiceUnavailableError(
-                f"{operation}: the object store did not answer (throttled, connection lost) after retries; retry the "
-                f"operation, a commit that landed is recognised as done: {error}"
+                f"{operation}: the object store did not answer (throttled, connection lost) after retries. Nothing is "
+                f"half-done: the operation took effect or not; describe or list to see which, then retry: {error}"
             ) from error
         if isinstance(error, (OSError, ValueError, RuntimeError)):
             raise InternalError(f"{operation} failed: {error}") from error

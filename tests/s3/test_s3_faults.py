@@ -25,6 +25,7 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.staging import StagingNamespace, commit_entries, stage_data
 from tests.fault_proxy import FAULTS, FaultProxy, FaultRates
 from tests.fault_storage import count_rows, rows, visible_version
+from tests.namespace.data.helpers import ipc
 from tests.s3.conftest import BUCKET, MotoServer
 
 pytestmark = pytest.mark.s3
@@ -97,13 +98,18 @@ def _workload(ns: DirectoryNamespace, tally: Tally) -> None:
         tally.run("register_table", lambda: ns.register_table(register))
     # data-plane write through the namespace (pylance creates, then appends)
     tally.run("write_dataset", lambda: lance.write_dataset(rows(5), namespace_client=ns, table_id=["p", "w"]), ())
+    # the engine's own data plane: create a table with a body, append to one
+    create = ln.CreateTableRequest(id=["p", "ct"])
+    tally.run("create_table", lambda: ns.create_table(create, ipc(rows(4))), done=(ln.TableAlreadyExistsError,))
+    append = ln.InsertIntoTableRequest(id=["p", "w"], mode="append")
+    tally.run("insert_into_table", lambda: ns.insert_into_table(append, ipc(rows(2, 100))), done=())
     versions = ln.BatchDeleteTableVersionsRequest(id=["p", "a"], ranges=[VersionRange(start_version=1, end_version=1)])
     tally.run("batch_delete_table_versions", lambda: ns.batch_delete_table_versions(versions), ())
 
 
 def _check(clean: DirectoryNamespace, reference: Any, tally: Tally) -> None:
     """The catalog after the round: as a fault-free run leaves it."""
-    expect_tables = {"a", "b", "c", "back", "d", "e", "w"}
+    expect_tables = {"a", "b", "c", "back", "ct", "d", "e", "w"}
     listed = set(clean.list_tables(ln.ListTablesRequest(id=["p"])).tables)
     ref_listed = set(reference.list_tables(ln.ListTablesRequest(id=["p"])).tables)
     for where, tables in (("engine", listed), ("reference", ref_listed)):
@@ -111,7 +117,7 @@ def _check(clean: DirectoryNamespace, reference: Any, tally: Tally) -> None:
             tally.problems.append(f"{where} lists {sorted(tables)}, expected {sorted(expect_tables)}")
     if clean.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces != ["p"]:
         tally.problems.append("namespaces are not exactly ['p']")
-    expected = {"a": (2, 5), "b": (2, 7), "c": (1, 3), "w": (1, 5)}  # (latest version, rows)
+    expected = {"a": (2, 5), "b": (2, 7), "c": (1, 3), "ct": (1, 4), "w": (2, 7)}  # (latest version, rows)
     for name, (version, count) in expected.items():
         got = (visible_version(clean, ["p", name]), count_rows(clean, ["p", name]))
         if got != (version, count):
