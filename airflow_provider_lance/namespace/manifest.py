@@ -311,18 +311,8 @@ class ManifestTable:
         def change(table: pa.Table) -> pa.Table:
             return table.filter(pc.invert(removed(table)))
 
-        lost: list[int] = []  # the number of matching rows an attempt whose response was lost was deleting
-
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
-            try:
-                result = dataset.delete(where, conflict_retries=self.commit_retries)
-            except OSError as error:
-                if is_lost_response(error) and removed is not None and snapshot.rows is not None:
-                    lost.append(int(pc.sum(removed(snapshot.rows)).as_py() or 0))
-                raise
-            if lost and not (isinstance(result, dict) and result.get("num_deleted_rows")):
-                return dataset, {"num_deleted_rows": lost[-1]}  # nothing left to delete: the lost attempt landed
-            return dataset, result
+            return dataset, dataset.delete(where, conflict_retries=self.commit_retries)
 
         result = self.commit(write, change if removed is not None else None)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
@@ -420,8 +410,7 @@ class ManifestTable:
                 dataset, result = write(snapshot, snapshot.private())
             except (OSError, ValueError, RuntimeError) as error:
                 self._scope.snapshot = None  # the next read must see the winning writer's rows
-                # A lost response: the next attempt finds the commit landed (``write`` recognises its own) or not.
-                if not (_is_commit_conflict(error) or is_lost_response(error)):
+                if not _is_commit_conflict(error):
                     raise
                 if attempt == retries:
                     raise ConcurrentModificationError(
@@ -446,8 +435,9 @@ class ManifestTable:
 
 
 def _is_commit_conflict(error: BaseException) -> bool:
-    """Whether a Lance commit failed only because another writer committed first (safe to re-apply)."""
-    if isinstance(error, CommitConflictError):
+    """Whether a Lance commit failed only because another writer committed first, or its response was lost (the
+    next attempt finds it landed, as ``write`` recognises its own, or not): safe to re-apply."""
+    if isinstance(error, CommitConflictError) or is_lost_response(error):
         return True
     text = str(error).lower()
     return any(marker in text for marker in _CONFLICT_MARKERS)
