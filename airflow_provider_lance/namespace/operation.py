@@ -86,10 +86,8 @@ def operation(
         parsed = coerce_request(request, model)
 
         def run() -> _Response:
-            with (
-                namespace_errors(name, catalog.storage.root),
-                catalog.manifest.operation(),
-            ):  # one check-out per operation
+            # one check-out of ``__manifest`` per operation
+            with namespace_errors(name, catalog.storage.root), catalog.manifest.operation():
                 return function(catalog, parsed, *request_data)
 
         response = run_on_python_thread(run)
