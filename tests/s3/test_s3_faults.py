@@ -158,7 +158,8 @@ def test_every_operation_under_one_fault(moto_server: MotoServer, fault: str) ->
     print(
         f"{fault}: {injected} injected on {kinds}; {ok} operations ok, {failed} failed attempts; {dict(tally.counts)}"
     )
-    assert injected > 0
+    # the commit primitive (conditional creates) and plain writes meet every fault, listings all but lost acks
+    assert {"PUT", "PUT-create"} | (set() if fault == "lost_ack" else {"LIST"}) <= set(kinds)
     assert tally.problems == [], dict(tally.counts)
 
 
