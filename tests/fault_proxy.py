@@ -11,8 +11,10 @@ by a seeded draw per request, injects one of:
 * ``reset``: the connection is reset (RST) before anything is forwarded;
 * ``latency``: 5-50 ms before forwarding.
 
-The draw of a request depends only on the seed, the request's method and path and how often that same request
-was seen before, so one client sequence meets the same faults in every run whatever threads interleave.
+The draw of a request depends only on the seed, the request's method, the shape of its path (runs of 8 or more
+hex digits, the uuids and random names of tables, data files and staged manifests, count as one) and how often a
+request of that shape was seen before, so one client sequence meets the same faults in every run whatever
+threads interleave and whatever names were drawn.
 :attr:`FaultProxy.injected` counts what was injected by fault and request kind.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import collections
 import http.client
 import random
+import re
 import socket
 import struct
 import threading
@@ -30,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 FAULTS = ("lost_ack", "throttle", "reset", "latency")
+_RANDOM_NAME = re.compile(r"[0-9a-fA-F]{8,}")
 _WRITES = ("PUT", "POST", "DELETE")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "trailer", "upgrade"}
 _SLOW_DOWN = (
@@ -109,12 +113,13 @@ class FaultProxy:
     def draw(self, method: str, path: str, kind: str) -> tuple[str | None, random.Random]:
         """The fault for this request (None: forward it untouched), counted, and the request's own random
         source for the details (how long a latency, how an acknowledgement is lost)."""
+        shape = _RANDOM_NAME.sub("#", path)
         with self._lock:
-            occurrence = self._seen[(method, path)]
-            self._seen[(method, path)] += 1
+            occurrence = self._seen[(method, shape)]
+            self._seen[(method, shape)] += 1
             self.requests[kind] += 1
             rates = self.rates
-        draws = random.Random(f"{self.seed}:{method}:{path}:{occurrence}")
+        draws = random.Random(f"{self.seed}:{method}:{shape}:{occurrence}")
         value = draws.random()
         fault = None
         for name in FAULTS:
