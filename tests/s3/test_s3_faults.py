@@ -115,6 +115,9 @@ def _check(clean: DirectoryNamespace, reference: Any, tally: Tally) -> None:
     for where, tables in (("engine", listed), ("reference", ref_listed)):
         if tables != expect_tables:
             tally.problems.append(f"{where} lists {sorted(tables)}, expected {sorted(expect_tables)}")
+    manifest = lance.dataset(clean.storage.uri("__manifest"), storage_options=clean.config.storage_options)
+    if len(manifest.get_fragments()) > 4:  # maintenance compacts past 2 fragments every 2nd version
+        tally.problems.append(f"__manifest not compacted: {len(manifest.get_fragments())} fragments")
     if clean.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces != ["p"]:
         tally.problems.append("namespaces are not exactly ['p']")
     expected = {"a": (2, 5), "b": (2, 7), "c": (1, 3), "ct": (1, 4), "w": (2, 7)}  # (latest version, rows)
