@@ -587,6 +587,7 @@ def main() -> int:
         ("writers", lambda: importlib.import_module("benchmarks.writers").run()),
         ("data_plane", lambda: _scale("data_plane")),
         ("spark", spark_staging),
+        ("soak", lambda: importlib.import_module("benchmarks.soak").run(QUICK)),
     ]
     only = ONLY
     for name, section in sections:

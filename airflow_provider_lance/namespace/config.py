@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from lance_namespace import InvalidInputError
 
 from airflow_provider_lance.namespace import rows_cache
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
+from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 
 STORAGE_PREFIX = "storage."
 
@@ -78,6 +80,23 @@ def _cache_dir(value: Any) -> str | None:
     return os.path.expanduser(value) if value.strip() else None
 
 
+def _check_no_credentials_in_url(key: str, value: str) -> None:
+    """Refuse ``http://KEY:SECRET@host`` endpoints: botocore and object_store would log and echo the URL (in
+    errors, tracebacks and request logs) with the secret in it. The message never repeats the value."""
+    if key[len(STORAGE_PREFIX) :].lower() not in ENDPOINT_OPTIONS or "://" not in value:
+        return
+    try:
+        parts = urlsplit(value)
+        userinfo = parts.username is not None or parts.password is not None
+    except ValueError:
+        raise InvalidInputError(f"Invalid property '{key}': not a URL") from None
+    if userinfo:
+        raise InvalidInputError(
+            f"Invalid property '{key}': the endpoint URL carries credentials (user:password@); give them as "
+            "storage.aws_access_key_id and storage.aws_secret_access_key instead"
+        )
+
+
 @dataclass(frozen=True)
 class MaintenancePolicy:
     """When ``__manifest`` maintains itself after a commit (see maintenance.py): every ``check_every``-th
@@ -133,9 +152,10 @@ class NamespaceConfig:
                 option = key[len(STORAGE_PREFIX) :]
                 if not option:
                     raise InvalidInputError(f"Invalid property '{key}': empty storage option name")
-                if value is None or isinstance(value, (dict, list)):
-                    raise InvalidInputError(f"Invalid property '{key}': expected a string value")
-                storage[option] = str(value).lower() if isinstance(value, bool) else str(value)
+                if not isinstance(value, (str, bool)):  # never echo the value: it may be a secret
+                    raise InvalidInputError(f"Invalid property '{key}': expected a string, got {type(value).__name__}")
+                storage[option] = str(value).lower() if isinstance(value, bool) else value
+                _check_no_credentials_in_url(key, storage[option])
         tvm = properties.get("table_version_management")
         tracking = properties.get("table_version_tracking_enabled")
         management = None

@@ -49,7 +49,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
 )
 from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
-from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage import Storage, is_lost_response
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
@@ -442,8 +442,9 @@ def _newer(last: Snapshot | None, mine: Snapshot | None) -> bool:
 
 
 def _is_commit_conflict(error: BaseException) -> bool:
-    """Whether a Lance commit failed only because another writer committed first (safe to re-apply)."""
-    if isinstance(error, CommitConflictError):
+    """Whether a Lance commit failed only because another writer committed first, or its response was lost (the
+    next attempt finds it landed, as ``write`` recognises its own, or not): safe to re-apply."""
+    if isinstance(error, CommitConflictError) or is_lost_response(error):
         return True
     text = str(error).lower()
     return any(marker in text for marker in _CONFLICT_MARKERS)

@@ -45,7 +45,10 @@ class DirectoryNamespace(LanceNamespace):
         """Finish every committed table version still pointing at its staged manifest (a committer stopped
         between the commit point and the copy): afterwards path-based readers (``lance.dataset(location)``,
         Spark, the reference) see it. Returns the (table id, version) pairs finished."""
-        with namespace_errors("finalize_pending_versions"), self.catalog.manifest.operation():
+        with (
+            namespace_errors("finalize_pending_versions", self.catalog.storage.root),
+            self.catalog.manifest.operation(),
+        ):
             return versions.finish_all_pending(self.catalog)
 
     def __repr__(self) -> str:

@@ -12,11 +12,21 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import pydantic
-from lance_namespace import InternalError, InvalidInputError, LanceNamespaceError, PermissionDeniedError
+from lance_namespace import (
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    PermissionDeniedError,
+    ServiceUnavailableError,
+)
 
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
+from airflow_provider_lance.namespace.storage import is_denied_error, is_transient_error, root_problem
 
+# Operations for which the reference's Python API takes a dict and answers a dict (measured: pylance 14's
+# ``lance.namespace.DirectoryNamespace``); ours answers a dict request with a dict there too.
+_DICT_ANSWERS = frozenset({"create_table_version", "describe_table_version", "batch_delete_table_versions"})
 _Request = TypeVar("_Request", bound=pydantic.BaseModel)
 _Response = TypeVar("_Response")
 
@@ -37,16 +47,28 @@ def coerce_request(request: Any, model: type[_Request]) -> _Request:
 
 
 @contextmanager
-def namespace_errors(operation: str) -> Iterator[None]:
-    """Storage and pylance failures as ``lance_namespace`` errors (PermissionDenied, else Internal)."""
+def namespace_errors(operation: str, root: str) -> Iterator[None]:
+    """Storage and pylance failures as ``lance_namespace`` errors: a root that cannot be a catalog (a file on
+    its path, a missing bucket) is InvalidInput naming it, a refusal PermissionDenied, a store that did not
+    answer ServiceUnavailable, anything else Internal."""
     try:
         yield
     except LanceNamespaceError:
         raise
-    except PermissionError as error:
-        raise PermissionDeniedError(f"{operation}: permission denied: {error}") from error
-    except (OSError, ValueError, RuntimeError) as error:
-        raise InternalError(f"{operation} failed: {error}") from error
+    except Exception as error:
+        problem = root_problem(error)
+        if problem is not None:
+            raise InvalidInputError(f"{operation}: invalid property 'root' '{root}': {problem}") from None
+        if isinstance(error, PermissionError) or is_denied_error(error):
+            raise PermissionDeniedError(f"{operation}: permission denied on the root '{root}': {error}") from error
+        if is_transient_error(error):
+            raise ServiceUnavailableError(
+                f"{operation}: the object store did not answer (throttled, connection lost) after retries. Nothing is "
+                f"half-done: the operation took effect or not; describe or list to see which, then retry: {error}"
+            ) from error
+        if isinstance(error, (OSError, ValueError, RuntimeError)):
+            raise InternalError(f"{operation} failed: {error}") from error
+        raise
 
 
 def operation(
@@ -64,10 +86,14 @@ def operation(
         parsed = coerce_request(request, model)
 
         def run() -> _Response:
-            with namespace_errors(name), catalog.manifest.operation():  # one check-out per operation
+            # one check-out of ``__manifest`` per operation
+            with namespace_errors(name, catalog.storage.root), catalog.manifest.operation():
                 return function(catalog, parsed, *request_data)
 
-        return run_on_python_thread(run)
+        response = run_on_python_thread(run)
+        if name in _DICT_ANSWERS and isinstance(request, dict) and isinstance(response, pydantic.BaseModel):
+            return response.model_dump(exclude_none=True)  # type: ignore[return-value]
+        return response
 
     if takes_data:
 

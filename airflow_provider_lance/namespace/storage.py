@@ -33,6 +33,7 @@ _MEMORY_LOCK = threading.Lock()
 _PROBE_LOCK = threading.Lock()
 _PROBED: dict[tuple[str, str], bool] = {}  # (endpoint, bucket) -> honours If-None-Match
 PROBE_PREFIX = ".lance-conditional-put-probe-"
+_INTENT_METADATA = "lance-intent"  # x-amz-meta-lance-intent: who created an object (see _create_object)
 
 
 def is_not_found_error(error: BaseException) -> bool:
@@ -42,6 +43,39 @@ def is_not_found_error(error: BaseException) -> bool:
     if is_denied_error(error) or "nosuchbucket" in text or "bucket does not exist" in text:
         return False
     return "not found" in text or "does not exist" in text or "no such file" in text
+
+
+# How object_store reports a request whose answer never came (a dropped connection after the request was sent):
+# it does not retry a conditional create then, since the create may have landed.
+_LOST_RESPONSE_MARKERS = ("error sending request", "connection reset", "connection closed", "broken pipe")
+
+
+def is_lost_response(error: BaseException) -> bool:
+    """True when a pylance write failed without an answer from the store: it may or may not have landed."""
+    text = str(error).lower()
+    return any(marker in text for marker in _LOST_RESPONSE_MARKERS)
+
+
+def root_problem(error: BaseException) -> str | None:
+    """What makes the root unusable as a catalog, when ``error`` says so (else None)."""
+    text = str(error).lower()
+    if isinstance(error, NotADirectoryError) or "not a directory" in text:
+        return "it is a file or lies under one (a catalog root must be a directory)"
+    if "nosuchbucket" in text or "bucket does not exist" in text:
+        return "its bucket does not exist (create it, or fix the bucket name)"
+    return None
+
+
+def is_transient_error(error: BaseException) -> bool:
+    """True when the store throttled or the connection failed even after the clients' retries (botocore and
+    s3fs retry 5 times each, object_store 10 times within 3 minutes): worth retrying the whole operation."""
+    module = type(error).__module__.partition(".")[0]
+    text = str(error).lower()
+    return (
+        (module in ("botocore", "aiobotocore", "aiohttp") and not hasattr(error, "response"))  # not an S3 answer
+        or is_lost_response(error)
+        or any(marker in text for marker in ("slowdown", "reduce your request rate", "503 service unavailable"))
+    )
 
 
 def is_denied_error(error: BaseException) -> bool:
@@ -178,14 +212,18 @@ class Storage:
             return self._file_info({"mtime": stat.st_mtime, "ino": stat.st_ino, "size": stat.st_size})
         if self.scheme == "memory":
             return self._file_info(self.fs.info(self.path(key))) if self.fs.isfile(self.path(key)) else None
+        head = self._head(self.path(key))
+        return None if head is None else FileInfo(int(head["ContentLength"]), head.get("ETag"), None)
+
+    def _head(self, path: str) -> dict[str, Any] | None:
+        """S3: one ``HeadObject`` of the fsspec ``path`` (None when it does not exist)."""
         from fsspec.asyn import sync
 
-        bucket, _, object_key = self.fs._strip_protocol(self.path(key)).partition("/")
+        bucket, _, object_key = self.fs._strip_protocol(path).partition("/")
         try:
-            head = sync(self.fs.loop, self.fs._call_s3, "head_object", Bucket=bucket, Key=object_key)
+            return sync(self.fs.loop, self.fs._call_s3, "head_object", Bucket=bucket, Key=object_key)
         except FileNotFoundError:
             return None
-        return FileInfo(size=int(head["ContentLength"]), e_tag=head.get("ETag"), timestamp_millis=None)
 
     def directory_stamp(self, key: str) -> tuple[int, int] | None:
         """Local disk: (inode, mtime in ns) of the directory ``key``, which change whenever an entry is added,
@@ -316,11 +354,24 @@ class Storage:
                 self.fs.pipe_file(path, data)
             return True
         self._check_atomic_create()
+        return self._create_object(path, data)
+
+    def _create_object(self, path: str, data: bytes) -> bool:
+        """S3: ``PutObject`` with ``If-None-Match: *`` and a fresh intent token in the object's metadata. A
+        create whose response was lost (a dropped connection, a 500/503 after it landed) is retried by
+        botocore/s3fs and then refused with 412 although the object is ours: the token (never the content,
+        which another writer may repeat) tells our own landed create from another writer's."""
+        intent = uuid.uuid4().hex
         try:
-            self.fs.pipe_file(path, data, mode="create")
+            self.fs.pipe_file(path, data, mode="create", Metadata={_INTENT_METADATA: intent})
         except FileExistsError:
-            return False
+            return self._intent_of(path) == intent
         return True
+
+    def _intent_of(self, path: str) -> str | None:
+        """The intent token of the object at ``path`` (None if it has none or is gone): one HEAD."""
+        head = self._head(path)
+        return None if head is None else (head.get("Metadata") or {}).get(_INTENT_METADATA)
 
     def copy_if_not_exists(self, source: str, target: str) -> bool:
         """Atomically create ``target`` with the bytes of ``source``; False if ``target`` exists already.
@@ -365,13 +416,12 @@ class Storage:
     def _probe_conditional_put(self) -> bool:
         probe = self.path(f"{PROBE_PREFIX}{uuid.uuid4().hex}")
         try:
-            self.fs.pipe_file(probe, b"1", mode="create")
+            if not self._create_object(probe, b"1"):  # a uuid key created by someone else: no answer to trust
+                return False
             try:
                 self.fs.pipe_file(probe, b"2", mode="create")
             except FileExistsError:
                 return True
-            return False
-        except FileExistsError:  # a uuid key that exists before our first create: no answer we can trust
             return False
         finally:
             with contextlib.suppress(OSError):

@@ -63,10 +63,16 @@ def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTabl
     catalog.check_namespace(parts[:-1], rows)
     if oid in rows or catalog.v1_table(parts) is not None:
         raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+    location = ids.table_location(parts, catalog.config.dir_listing_enabled)
     if request.location is not None:
-        location = _location_from_request(catalog, request.location)
-    else:
-        location = ids.table_location(parts, catalog.config.dir_listing_enabled)
+        requested = _location_from_request(catalog, request.location)
+        if not catalog.config.manifest_enabled and requested != location:
+            # without a row only the listing finds a table: anywhere else it would be declared and never found
+            raise InvalidInputError(
+                f"Cannot declare table {oid} at location {request.location}, must be at location "
+                f"{catalog.storage.uri(location)}"
+            )
+        location = requested
     if catalog.storage.list_dir(location):  # one listing: a missing directory lists as empty
         raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
     if not catalog.storage.put_if_not_exists(f"{location}/{RESERVED_MARKER}", MARKER_CONTENT):
@@ -209,7 +215,10 @@ def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterT
         if len(parts) > 1:
             raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
         if location != ids.v1_location(parts[0]):
-            raise InvalidInputError(f"In directory-listing mode '{oid}' can only be at '{ids.v1_location(oid)}'")
+            raise InvalidInputError(
+                f"Cannot register table {oid} at location {request.location}, must be at location "
+                f"{storage.uri(ids.v1_location(parts[0]))} (directory-listing mode)"
+            )
         if catalog.v1_table(parts) is not None:
             raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
         if not storage.exists(f"{location}/{DEREGISTERED_MARKER}"):

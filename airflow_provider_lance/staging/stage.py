@@ -14,6 +14,7 @@ import lance.fragment
 import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
+from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.staging.entries import entries_from_json
 from airflow_provider_lance.staging.namespace import StagingNamespace, _field, table_id_key
 
@@ -103,7 +104,8 @@ def prepare_target(
     :param table_id: the table identifier.
     :param create: declare the table when it does not exist; otherwise raise ``TableNotFoundError``.
     :param create_parents: create missing parent namespaces before declaring.
-    :param storage_options: storage options for the table's files; the namespace's own options win.
+    :param storage_options: storage options for the table's files, over our engine's own (when the namespace is
+        one); the options the namespace answers with win.
     """
     table_id = list(table_id)
     declared = False
@@ -123,7 +125,11 @@ def prepare_target(
     location = _field(response, "location")
     if not location:
         raise ln.InvalidInputError(f"Namespace returned no location for table id '{table_id_key(table_id)}'")
-    options = dict(storage_options or {})
+    options: dict[str, str] = {}
+    if isinstance(namespace, DirectoryNamespace):
+        # our engine vends no credentials by default (only endpoint, region): the writer is in its process
+        options.update(namespace.config.storage_options)
+    options.update(storage_options or {})
     options.update(_field(response, "storage_options") or {})
     return StagingTarget(
         table_id=table_id,

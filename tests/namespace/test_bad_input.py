@@ -244,3 +244,61 @@ def test_unvalidated_models_are_validated(catalog, method, request_) -> None:
     with pytest.raises(InvalidInputError):
         getattr(ns, method)(request_)
     assert tree_snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["http://AKIAKEY:s3cr3t-value@127.0.0.1:9000", "https://only-user@host", "http://:s3cr3t-value@h"]
+)
+def test_credentials_in_an_endpoint_url_are_refused_without_echoing_them(tmp_path, endpoint) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        DirectoryNamespace(root="s3://bucket/p", **{"storage.aws_endpoint": endpoint})
+    assert "s3cr3t" not in str(raised.value) and "AKIAKEY" not in str(raised.value)
+    assert "storage.aws_access_key_id" in str(raised.value)
+
+
+@pytest.mark.parametrize("value", [5, 1.5, None, ["a"], {"a": "b"}])
+def test_storage_options_must_be_strings(tmp_path, value) -> None:
+    with pytest.raises(InvalidInputError, match=r"storage\.aws_region"):
+        DirectoryNamespace(root=str(tmp_path), **{"storage.aws_region": value})
+
+
+def test_dict_requests_get_dict_answers_where_the_reference_gives_them(tmp_path) -> None:
+    """Measured on pylance 14: the reference's create_table_version, describe_table_version and
+    batch_delete_table_versions take a dict and answer a dict; a model request still gets a model."""
+    ns = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
+    lance.write_dataset(pa.table({"a": [1]}), namespace_client=ns, table_id=["t"], mode="create")
+    described = ns.describe_table_version({"id": ["t"]})
+    assert described["version"]["version"] == 1 and described["version"]["manifest_path"].endswith(".manifest")
+    assert isinstance(
+        ns.describe_table_version(ln.DescribeTableVersionRequest(id=["t"])), ln.DescribeTableVersionResponse
+    )
+    deleted = ns.batch_delete_table_versions({"id": ["t"], "ranges": [{"start_version": 7, "end_version": 7}]})
+    assert isinstance(deleted, dict)
+
+
+@pytest.mark.parametrize("below", ["", "/below"])
+def test_a_root_that_is_a_file_is_named_with_what_is_wrong(tmp_path, below) -> None:
+    (tmp_path / "afile").write_text("x")
+    ns = DirectoryNamespace(root=str(tmp_path / "afile") + below)
+    for call in (
+        lambda: ns.list_namespaces(ln.ListNamespacesRequest(id=[])),
+        lambda: ns.declare_table(ln.DeclareTableRequest(id=["t"])),
+    ):
+        with pytest.raises(InvalidInputError) as raised:
+            call()
+        assert "afile" in str(raised.value) and "is a file" in str(raised.value)
+        assert "LanceError" not in str(raised.value)
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_a_table_declared_at_the_wrong_location_is_told_where_it_must_be(tmp_path) -> None:
+    """Directory-listing mode finds a root table only at ``<name>.lance`` (the reference's words)."""
+    ns = DirectoryNamespace(root=str(tmp_path), manifest_enabled="false")
+    with pytest.raises(InvalidInputError) as raised:
+        ns.declare_table(ln.DeclareTableRequest(id=["t"], location="elsewhere"))
+    expected = f"Cannot declare table t at location elsewhere, must be at location {(tmp_path / 't.lance').as_uri()}"
+    assert str(raised.value) == expected
+    with pytest.raises(InvalidInputError, match=r"must be at location .*t2\.lance"):
+        ns.register_table(ln.RegisterTableRequest(id=["t2"], location="elsewhere"))
+    assert list(tmp_path.iterdir()) == []
+    assert ns.declare_table(ln.DeclareTableRequest(id=["t"], location="t.lance")).location.endswith("/t.lance")
