@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from benchmarks.page import main as page_main
+from benchmarks.rest import main as rest_main
 from benchmarks.run import main
 
-sys.exit(main() or page_main())
+sys.exit(main() or page_main() or rest_main())

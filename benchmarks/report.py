@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from benchmarks.report_scale import PROFILE_NOTES, SCALE_REASONS, scale_sections, scale_targets
+from benchmarks.soak import render as soak_report
 from benchmarks.writers import report as writers_report
 
 TARGET_SIZE = "1000"
@@ -513,6 +514,7 @@ def render(results: dict[str, Any]) -> str:
         add(f"| Spark staging (tables/s) | **placeholder** — {spark.get('note')} ({spark.get('status')}) |")
     add("")
     add(writers_report(results["writers"]) if "writers" in results else "")
+    add(soak_report(results["soak"]) if "soak" in results else "")
     add(PROFILE_NOTES)
     add("")
     add(ENGINE_NOTES)
