@@ -37,6 +37,13 @@ def parse_id(text: str, delimiter: str) -> list[str]:
     return text.split(delimiter)
 
 
+def _plus_for_space(object_id: Any) -> Any:
+    """An id as pylance's Rust client puts it into a path (a space becomes '+')."""
+    if isinstance(object_id, list) and all(isinstance(part, str) for part in object_id):
+        return [part.replace(" ", "+") for part in object_id]
+    return object_id
+
+
 def _base_type(annotation: Any) -> Any:
     """``Optional[Annotated[bool, ...]]`` → ``bool``; ``List[...]`` → ``list``; ``Dict[...]`` → ``dict``."""
     while True:
@@ -139,6 +146,11 @@ def build_request(
     for name, values in grouped.items():
         payload[name] = _query_value(name, values, model.model_fields[fields[name]].annotation)
     path_id = parse_id(path_params["id"], delimiter) if "id" in path_params else None
+    body_id = payload.get("id")
+    if path_id is not None and body_id is not None and body_id != path_id:
+        if _plus_for_space(body_id) != path_id:
+            raise InvalidInputError(f"The request body names {body_id!r}, the route names {path_id!r}")
+        path_id = body_id  # pylance's client writes a space in the path as '+': the body has the real name
     payload.setdefault("id", path_id)
     if "index_name" in path_params:
         payload["index_name"] = path_params["index_name"]

@@ -47,6 +47,7 @@ def catalog(http: httpx.Client) -> None:
         ("POST", "/v1/table/version/batch-create", {"json": {"entries": "none"}}, 400, 13),
         ("POST", "/v1/table/a$t/version/create", {"json": {"version": "two"}}, 400, 13),
         ("POST", "/v1/table/a$t/version/delete", {"json": {"ranges": [{"start_version": "x"}]}}, 400, 13),
+        ("POST", "/v1/table/a$t3/declare", {"json": {"id": ["a", "other"]}}, 400, 13),
         ("POST", "/v1/nowhere", {"json": {}}, 404, 0),
         ("GET", "/v1/table/a$t/describe", {}, 405, 0),
         ("DELETE", "/v1/namespace/a/drop", {}, 405, 0),

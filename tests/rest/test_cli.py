@@ -105,3 +105,17 @@ def test_sigterm_lets_in_flight_commits_finish(root: Path, workers: int) -> None
 
     listed = DirectoryNamespace(root=str(root)).list_tables(ln.ListTablesRequest(id=["a"])).tables
     assert set(answered) <= set(listed)
+
+
+def test_serves_the_catalog_page_at_the_root(root: Path) -> None:
+    """The page is served at / of the server, next to the protocol's routes, and escapes hostile names."""
+    with ServerProcess(["--root", str(root)]) as server:
+        client = ln.connect("rest", {"uri": server.url})
+        client.create_namespace(ln.CreateNamespaceRequest(id=["<img src=x onerror=alert(1)>"]))
+        with httpx.Client(base_url=server.url) as http:
+            page = http.get("/")
+            assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+            assert "&lt;img src=x onerror=alert(1)&gt;" in page.text
+            assert "<img src=x" not in page.text  # a name with spaces survives pylance's "+" in the path
+            assert http.get("/v1/namespace/$/list").json()["namespaces"] == ["<img src=x onerror=alert(1)>"]
+        server.terminate()
