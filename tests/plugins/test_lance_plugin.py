@@ -8,7 +8,9 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -21,6 +23,8 @@ from tests.example_dags.test_lance_spark_batch_commit import airflow
 pytestmark = pytest.mark.airflow
 
 DAG_ID = "lance_spark_batch_commit"
+# The API server renders a page on a busy 2-core machine in seconds (the first opens Lance files): no 5 s default.
+HTTP = SimpleNamespace(get=partial(httpx.get, timeout=60.0), post=partial(httpx.post, timeout=60.0))
 USERS = {"admin": "admin-password", "viewer": "viewer-password"}
 
 
@@ -88,7 +92,7 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
 
 
 def token(url: str, user: str) -> str:
-    response = httpx.post(f"{url}/auth/token", json={"username": user, "password": USERS[user]})
+    response = HTTP.post(f"{url}/auth/token", json={"username": user, "password": USERS[user]})
     assert response.status_code in (200, 201), response.text
     return response.json()["access_token"]
 
@@ -97,19 +101,19 @@ def token(url: str, user: str) -> str:
 def test_page_answers_only_to_a_logged_in_user(api_server: dict[str, Any]) -> None:
     url = api_server["url"]
     page = f"{url}/lance/table/versions?id=demo&id=users"
-    browser_redirect = httpx.get(page, headers={"accept": "text/html"})
+    browser_redirect = HTTP.get(page, headers={"accept": "text/html"})
     assert browser_redirect.status_code == 303
     assert "/auth/login" in browser_redirect.headers["location"]
-    anonymous = httpx.get(page)
+    anonymous = HTTP.get(page)
     assert anonymous.status_code == 401 and "demo" not in anonymous.text
-    forged = httpx.get(page, cookies={"_token": "not-a-jwt"})
+    forged = HTTP.get(page, cookies={"_token": "not-a-jwt"})
     assert forged.status_code == 403 and "users" not in forged.text
-    assert httpx.post(page, headers={"authorization": f"Bearer {token(url, 'admin')}"}).status_code == 405
+    assert HTTP.post(page, headers={"authorization": f"Bearer {token(url, 'admin')}"}).status_code == 405
 
-    admin = httpx.get(page, headers={"authorization": f"Bearer {token(url, 'admin')}"})
+    admin = HTTP.get(page, headers={"authorization": f"Bearer {token(url, 'admin')}"})
     assert admin.status_code == 200 and f"{DAG_ID}" in admin.text
     # A viewer may not read connections, so it does not get the catalog either.
-    viewer = httpx.get(page, cookies={"_token": token(url, "viewer")})
+    viewer = HTTP.get(page, cookies={"_token": token(url, "viewer")})
     assert viewer.status_code == 404 and "may not read connection" in viewer.text and DAG_ID not in viewer.text
 
 
@@ -119,14 +123,14 @@ def test_page_answers_only_to_a_logged_in_user(api_server: dict[str, Any]) -> No
 def test_extra_link_of_the_commit_task_opens_what_it_committed(api_server: dict[str, Any]) -> None:
     url = api_server["url"]
     bearer = {"authorization": f"Bearer {token(url, 'admin')}"}
-    runs = httpx.get(f"{url}/api/v2/dags/{DAG_ID}/dagRuns", headers=bearer).json()["dag_runs"]
+    runs = HTTP.get(f"{url}/api/v2/dags/{DAG_ID}/dagRuns", headers=bearer).json()["dag_runs"]
     (run_id,) = [run["dag_run_id"] for run in runs]
-    links = httpx.get(
+    links = HTTP.get(
         f"{url}/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/commit_versions/links", headers=bearer
     ).json()["extra_links"]
     link = links["Lance catalog"]
     assert link.startswith("/lance/run?")
-    plugins = httpx.get(f"{url}/api/v2/plugins", headers=bearer).json()["plugins"]
+    plugins = HTTP.get(f"{url}/api/v2/plugins", headers=bearer).json()["plugins"]
     (lance,) = [p for p in plugins if p["name"] == "lance"]
     assert lance["external_views"][0]["href"] == "/lance/"
 
