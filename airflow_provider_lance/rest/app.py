@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import itertools
 import logging
+import os
 import re
 import time
-import uuid
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote
 
-import anyio
 from lance_namespace import ErrorCode, LanceNamespace, LanceNamespaceError
 from lance_namespace_urllib3_client.models import ListNamespacesRequest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from airflow_provider_lance.namespace.root_check import check_root
@@ -37,6 +40,12 @@ from airflow_provider_lance.rest.routes import ROUTES, match_route
 access_log = logging.getLogger("airflow_provider_lance.rest.access")
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# Request ids: a random prefix per process and a counter (unique across workers, without a urandom call each)
+_ID_PREFIX = os.urandom(6).hex()
+_ID_COUNTER = itertools.count()
+# The operational endpoints; every other request is the protocol's (or the page's)
+_PLAIN_PATHS = frozenset({"/health", "/ready", "/metrics"})
+_R = TypeVar("_R")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")  # a '%' that starts no escape: not a URI (RFC 3986)
 
 
@@ -89,7 +98,9 @@ class NamespaceService:
         self.settings = settings
         self.metrics = metrics
         self.page_app = page_app
-        self.limiter = anyio.CapacityLimiter(settings.threads)
+        # A shared queue: a worker that finishes takes the next call without sleeping in between, so under
+        # load a call costs a fraction of the thread hand-offs of anyio's per-call worker threads.
+        self.executor = ThreadPoolExecutor(max_workers=settings.threads, thread_name_prefix="lance-rest")
         #: the operation ids this namespace implements (its class overrides the base's "Not supported")
         self.operations = sorted(
             route.operation_id
@@ -141,7 +152,7 @@ class NamespaceService:
             request, data = build_request(route, path_params, query, body)
             method = getattr(self.namespace, route.operation)
             args = (request,) if data is None else (request, data)
-            result = await anyio.to_thread.run_sync(lambda: method(*args), limiter=self.limiter)
+            result = await self.run(lambda: method(*args))
         except _RequestError as error:
             return error.response()
         except Exception as error:  # every failure becomes the protocol's error body, never a traceback
@@ -150,13 +161,24 @@ class NamespaceService:
             return exception_response(error, route.operation, request_id)
         return result_response(route.operation, result, self.settings.vend_credentials)
 
+    async def run(self, call: Callable[[], _R]) -> _R:
+        """``call()`` on one of the server's threads (at most ``threads`` at once; the rest queue)."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, call)
+
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         """The body, refused with 413 above the limit (before reading when Content-Length says so) and with
         408 when the client takes longer than ``body_timeout`` to send it."""
         limit = self.settings.max_body_bytes
+        length, chunked = None, False
         for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > limit:
-                raise _RequestError(413, f"The request body exceeds the server's limit of {limit} bytes")
+            if name == b"content-length":
+                length = value
+            elif name == b"transfer-encoding":
+                chunked = True
+        if not chunked and length in (None, b"0"):
+            return b""  # no body to wait for (a GET)
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise _RequestError(413, f"The request body exceeds the server's limit of {limit} bytes")
         chunks: list[bytes] = []
         size = 0
         try:
@@ -189,7 +211,7 @@ class NamespaceService:
             return None
 
         try:
-            problem = await anyio.to_thread.run_sync(probe, limiter=self.limiter)
+            problem = await self.run(probe)
         except Exception as error:
             problem = str(error) if isinstance(error, LanceNamespaceError) else type(error).__name__
         if problem:
@@ -210,7 +232,7 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        request_id = given if _REQUEST_ID.match(given) else f"{_ID_PREFIX}{next(_ID_COUNTER):010x}"
         state = _state(scope)
         state["request_id"] = request_id
         status = 500
@@ -260,6 +282,21 @@ class BearerAuthMiddleware:
         await self.app(scope, receive, send)
 
 
+class _Dispatch:
+    """Protocol requests straight to the service (Starlette's router and exception middleware would cost each
+    of them as much as the routing itself); lifespan and the operational endpoints to Starlette."""
+
+    def __init__(self, service: NamespaceService, plain: ASGIApp) -> None:
+        self.service = service
+        self.plain = plain
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in _PLAIN_PATHS:
+            await self.service(scope, receive, send)
+        else:
+            await self.plain(scope, receive, send)
+
+
 async def _health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
@@ -268,8 +305,8 @@ def create_app(
     namespace: LanceNamespace,
     settings: ServerSettings | None = None,
     page_app: ASGIApp | None = None,
-) -> Starlette:
-    """The Lance REST Namespace server over ``namespace``.
+) -> ASGIApp:
+    """The Lance REST Namespace server over ``namespace``, an ASGI app.
 
     :param namespace: Any ``lance_namespace.LanceNamespace`` (the provider's ``DirectoryNamespace`` in the
         command line server).
@@ -283,16 +320,17 @@ def create_app(
     async def metrics_endpoint(request: Request) -> Response:
         return Response(metrics.exposition(), media_type="text/plain; version=0.0.4")
 
-    app = Starlette(
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        service.executor.shutdown(wait=False)
+
+    plain = Starlette(
         routes=[
             Route("/health", _health, methods=["GET"]),
             Route("/ready", service.ready, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
-            Mount("", app=service),
-        ]
+        ],
+        lifespan=lifespan,
     )
-    app.add_middleware(BearerAuthMiddleware, tokens=settings.tokens)
-    app.add_middleware(RequestContextMiddleware, metrics=metrics)
-    app.state.namespace = namespace
-    app.state.metrics = metrics
-    return app
+    return RequestContextMiddleware(BearerAuthMiddleware(_Dispatch(service, plain), settings.tokens), metrics)

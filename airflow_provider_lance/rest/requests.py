@@ -9,6 +9,7 @@ than ignored: a misspelt ``descending`` must not silently list ascending.
 
 from __future__ import annotations
 
+import functools
 import json
 import types
 import typing
@@ -84,6 +85,7 @@ def _query_value(name: str, values: Sequence[str], annotation: Any) -> Any:
     return value
 
 
+@functools.cache
 def _fields(model: type[pydantic.BaseModel]) -> dict[str, str]:
     """The wire names of a model's fields (their alias where one is set) → field names."""
     return {(info.alias or name): name for name, info in model.model_fields.items()}
@@ -156,7 +158,7 @@ def build_request(
         payload["index_name"] = path_params["index_name"]
     try:
         request = model.model_validate(payload)  # a body's own id must be well-typed too, as in the reference
-        if path_id is not None:
+        if path_id is not None and request.id != path_id:
             request.id = path_id  # the path wins (the model validates the assignment)
     except pydantic.ValidationError as error:
         raise InvalidInputError(_validation_message(model, error)) from None

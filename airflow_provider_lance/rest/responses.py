@@ -115,8 +115,8 @@ def _without_credentials(value: Any) -> Any:
             )
             for key, item in value.items()
         }
-    if isinstance(value, list):
-        return [_without_credentials(item) for item in value]
+    if isinstance(value, list):  # names (list_tables) are most lists: no call for each of them
+        return [_without_credentials(item) if isinstance(item, (dict, list)) else item for item in value]
     return value
 
 

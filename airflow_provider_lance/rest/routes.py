@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import re
 import typing
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -134,9 +135,29 @@ OPERATION_IDS: dict[str, Route] = {route.operation_id: route for route in ROUTES
 }
 
 _PARAMETER = re.compile(r"^\{(\w+)\}$")
-_BY_LENGTH: dict[int, list[Route]] = {}
-for _route in ROUTES:
-    _BY_LENGTH.setdefault(len(_route.segments), []).append(_route)
+
+
+def _parameters(route: Route) -> dict[int, str]:
+    """The positions of a route's path parameters and their names."""
+    found = {i: _PARAMETER.match(template) for i, template in enumerate(route.segments)}
+    return {i: match.group(1) for i, match in found.items() if match}
+
+
+def _shape(segments: Sequence[str], positions: Collection[int]) -> tuple[str | None, ...]:
+    return tuple(None if i in positions else segment for i, segment in enumerate(segments))
+
+
+# A route in a few dictionary look-ups instead of a scan of the table: each route under its path with None
+# for its parameters (with its place in ROUTES: the first match wins), and for each path length the
+# parameter positions that occur.
+_BY_SHAPE: dict[tuple[str | None, ...], tuple[int, Route, dict[int, str]]] = {}
+_POSITIONS: dict[int, list[frozenset[int]]] = {}
+for _order, _route in enumerate(ROUTES):
+    _names = _parameters(_route)
+    _BY_SHAPE.setdefault(_shape(_route.segments, _names), (_order, _route, _names))
+    _known = _POSITIONS.setdefault(len(_route.segments), [])
+    if frozenset(_names) not in _known:
+        _known.append(frozenset(_names))
 
 
 @dataclass(frozen=True)
@@ -156,17 +177,12 @@ def match_route(segments: list[str], method: str) -> Match | None:
     """
     if len(segments) == 1 and segments[0] in OPERATION_IDS:
         return Match(OPERATION_IDS[segments[0]], {}, method == "POST")
-    wrong_method: Match | None = None
-    for route in _BY_LENGTH.get(len(segments), ()):
-        params: dict[str, str] = {}
-        for template, segment in zip(route.segments, segments, strict=True):
-            parameter = _PARAMETER.match(template)
-            if parameter:
-                params[parameter.group(1)] = segment
-            elif template != segment:
-                break
-        else:
-            if method in route.methods:
-                return Match(route, params, True)
-            wrong_method = wrong_method or Match(route, params, False)
-    return wrong_method
+    candidates = [_BY_SHAPE.get(_shape(segments, positions)) for positions in _POSITIONS.get(len(segments), ())]
+    found = sorted((entry for entry in candidates if entry is not None), key=lambda entry: entry[0])
+    for _, route, names in found:
+        if method in route.methods:
+            return Match(route, {name: segments[i] for i, name in names.items()}, True)
+    if found:
+        _, route, names = found[0]
+        return Match(route, {name: segments[i] for i, name in names.items()}, False)
+    return None
