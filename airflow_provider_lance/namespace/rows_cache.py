@@ -53,7 +53,7 @@ def write_rows(
     :param sink: a writable file or buffer.
     :param compression: of the IPC buffers (``"zstd"`` for objects sent over the network).
     """
-    table = rows.replace_schema_metadata(
+    table = rows.combine_chunks().replace_schema_metadata(  # one batch: no per-batch overhead per append
         {_METADATA_KEY: json.dumps(metadata).encode(), _VERSION_KEY: str(version).encode(), _E_TAG_KEY: e_tag.encode()}
     )
     options = pa.ipc.IpcWriteOptions(compression=compression)
