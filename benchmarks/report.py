@@ -84,8 +84,9 @@ REASONS = {
         "without a manifest row (its `<name>.lance` directory) and the latest version of a table without table "
         "version management (its own `_versions/`): 3. A version the reference committed has no rows object: "
         "one 404, then pylance opens the table.",
-        "The LIST and the GET are the physical limit; the version sensor with `version=N` on a managed table "
-        "and existence pokes take 2.",
+        "The LIST and the GET are the limit for a poke that needs no listing of its own (existence in a child "
+        "namespace or of a root table with a manifest row, `version=N` of a managed table: 2); the others list "
+        "their table or directory whatever the temperature.",
     ),
     "poke_warm": (
         "Two cases need a second listing by design: a root table in compatibility mode lives in two places "
