@@ -85,8 +85,8 @@ REASONS = {
         "version management (its own `_versions/`): 3. A version the reference committed has no rows object: "
         "one 404, then pylance opens the table.",
         "The LIST and the GET are the limit for a poke that needs no listing of its own (existence in a child "
-        "namespace or of a root table with a manifest row, `version=N` of a managed table: 2); the others list "
-        "their table or directory whatever the temperature.",
+        "namespace, `version=N` of a managed table: 2; a root table whose directory exists: 1); the others "
+        "list their table or directory whatever the temperature.",
     ),
     "poke_warm": (
         "Two cases need a second listing by design: a root table in compatibility mode lives in two places "
