@@ -391,6 +391,7 @@ class ManifestTable:
         finally:
             if acquired:
                 self._turn_lock.release()
+            self._snapshots.store_rows()  # after the turn: other writers need not wait for it
 
     def _commit_attempts(
         self,

@@ -172,6 +172,7 @@ class SnapshotStore:
         self._objects = objects
         self._lock = threading.Lock()
         self._current: Snapshot | None = None
+        self._unstored: Snapshot | None = None  # the last commit whose rows are not stored yet
         self._shared_newest = SharedCall(self._list_newest)  # concurrent checks share a listing
 
     def publish(self, snapshot: Snapshot | None, identify: bool = True) -> Snapshot | None:
@@ -186,25 +187,34 @@ class SnapshotStore:
         return snapshot
 
     def committed(self, snapshot: Snapshot) -> Snapshot:
-        """Publish a commit of this instance. On S3 also store its rows where a new process looks first: the
-        rows object next to the manifest and this machine's cache, under the manifest file's e-tag (one
-        ``LIST MaxKeys=1``; nothing when it names a newer version). Never raises: the commit has landed."""
+        """Publish a commit of this instance; on S3 its rows are stored by the next :meth:`store_rows`."""
         self.publish(snapshot, identify=False)
-        if self._objects is None or (snapshot.rows is None and snapshot.base is None):
-            return snapshot  # rows not at hand (a full scan is the next reader's to make)
+        if self._objects is not None and (snapshot.rows is not None or snapshot.base is not None):
+            with self._lock:  # only the newest commit's rows: an older one's object would never be read
+                self._unstored = snapshot
+        return snapshot
+
+    def store_rows(self) -> None:
+        """Store the rows of the last commit where a new process looks first: the rows object next to its
+        manifest and this machine's cache, under the manifest file's e-tag (one ``LIST MaxKeys=1``, then one PUT;
+        nothing when the listing names a newer version). Called once the writers' turn is released (two
+        requests that other writers need not wait for). Never raises: the commit has landed."""
+        with self._lock:
+            snapshot, self._unstored = self._unstored, None
+        if snapshot is None or self._objects is None:
+            return
         try:
             newest = self._list_newest()  # not shared: a listing under way may predate the commit
             if newest is None or newest[0] != snapshot.version or not newest[1]:
-                return snapshot  # a newer version already: this one's object would never be read
+                return  # a newer version already: this one's object would never be read
             snapshot.e_tag = newest[1]
-            rows = snapshot.table()
+            rows = snapshot.table()  # in memory, or the fragments other writers added since the last read
             self._objects.save(snapshot.version, newest[1], rows, snapshot.metadata)
             if self._cache is not None:
                 self._cache.save(snapshot.version, newest[1], rows, snapshot.metadata)
                 snapshot.cached = True
         except Exception as error:  # an optional object: a failure only costs the next new process a table open
             log.warning("Rows object of __manifest version %s not written: %s", snapshot.version, error)
-        return snapshot
 
     def latest(self) -> Snapshot | None:
         """The latest snapshot, checked against storage now; None when the catalog has no ``__manifest``."""
