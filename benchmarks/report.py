@@ -77,15 +77,16 @@ REASONS = {
         "Profile the slowest probe at 10,000 writes (deletion files between compactions are the likely cost) and "
         "compact on deletion-file count as well as fragment count.",
     ),
-    "poke_cold": (
-        "A new process answers from the rows cache when a process of its machine read the newest manifest "
-        "file before (the freshness LIST names the file and its e-tag: 1 request, plus the table's own listing "
-        "for the cases below); the first process of a machine opens `__manifest` with pylance at the version the "
-        "LIST named (no second listing): pylance's HEAD and 4 GETs for the manifest and its data file, 8 GETs at "
-        "10,000 tables, where the data file is read in more ranges.",
-        "Use `mode='poke'` or `deferrable=True` (the trigger keeps its hook: every poke after the first is "
-        "warm); a rows object written next to each manifest version would make every machine's first poke 2 "
-        "requests, at one more PUT per write.",
+    "poke_cold_new_machine": (
+        "The first process of a machine reads the rows of the newest manifest file from the rows object our "
+        "engine writes next to it after each commit (the freshness LIST names the file and its e-tag, one GET "
+        "reads it: 2 requests). The cases that need a second listing warm need it cold as well: a root table "
+        "without a manifest row (its `<name>.lance` directory) and the latest version of a table without table "
+        "version management (its own `_versions/`): 3. A version the reference committed has no rows object: "
+        "one 404, then pylance opens the table.",
+        "The LIST and the GET are the limit for a poke that needs no listing of its own (existence in a child "
+        "namespace, `version=N` of a managed table: 2; a root table whose directory exists: 1); the others "
+        "list their table or directory whatever the temperature.",
     ),
     "poke_warm": (
         "Two cases need a second listing by design: a root table in compatibility mode lives in two places "
@@ -99,7 +100,6 @@ REASONS = {
 }
 for _op in ("create_namespace", "declare_table", "register_table"):
     REASONS[_op] = REASONS["insert"]
-REASONS["poke_cold_new_machine"] = REASONS["poke_cold"]
 REASONS.update(SCALE_REASONS)
 
 

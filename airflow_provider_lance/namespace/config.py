@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from lance_namespace import InvalidInputError
 
-from airflow_provider_lance.namespace import rows_cache
+from airflow_provider_lance.namespace import rows_cache, rows_object
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 
@@ -140,6 +140,8 @@ class NamespaceConfig:
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     # Where processes of this machine share the rows of remote catalogs (rows_cache.py); None turns it off.
     manifest_cache_dir: str | None = None
+    # The most rows a commit writes a rows object for on S3 (rows_object.py); 0 turns rows objects off.
+    rows_object_max_rows: int = rows_object.DEFAULT_MAX_ROWS
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
 
     @classmethod
@@ -176,6 +178,11 @@ class NamespaceConfig:
             ),
             maintenance=MaintenancePolicy.from_properties(properties),
             manifest_cache_dir=_cache_dir(properties.get("manifest_cache_dir")),
+            rows_object_max_rows=parse_int(
+                "manifest_rows_object_max_rows",
+                properties.get("manifest_rows_object_max_rows"),
+                rows_object.DEFAULT_MAX_ROWS,
+            ),
             storage_options=storage,
         )
         if not (config.manifest_enabled or config.dir_listing_enabled):

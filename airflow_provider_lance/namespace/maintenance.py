@@ -13,7 +13,8 @@ transaction file and a manifest version. Left alone, reads slow down with the nu
   time window (``DEFAULT_KEEP``, 10 minutes; see :func:`removable_versions`), so a running reader keeps the
   version it checked out: an operation of this engine holds one for milliseconds, and a pylance reader
   that holds an old version longer than the window is told so by a clear "not found" error, never by
-  wrong data.
+  wrong data. The rows objects of older versions (rows_object.py, S3) go at every maintenance run: only
+  the newest version's is ever read, and a reader that misses one opens the table instead.
 
 Both run automatically: :func:`maybe_maintain` is called by ``ManifestTable`` after every commit (one cheap
 check on the in-memory manifest: the new version number) with the namespace's :class:`MaintenancePolicy`
@@ -34,7 +35,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_lance.namespace import fragments
+from airflow_provider_lance.namespace import fragments, rows_object
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.storage import Storage
@@ -121,6 +122,13 @@ def _cleanup(dataset: lance.LanceDataset, keep: timedelta, result: dict[str, Any
     result["bytes_removed"] = stats.bytes_removed
 
 
+def _prune_rows_objects(storage: Storage, version: int, result: dict[str, Any]) -> None:
+    try:
+        result["rows_objects_removed"] = rows_object.prune(storage, version)
+    except (OSError, ValueError) as error:
+        log.info("__manifest rows objects not pruned: %s", error)
+
+
 def run(
     manifest: _Manifest,
     *,
@@ -151,6 +159,8 @@ def run(
     dataset = manifest.latest() if result["compacted"] else dataset  # the compaction's version
     if cleanup:
         _cleanup(copy.copy(dataset), keep, result)  # a private copy: the published dataset is never mutated
+    if manifest.storage.scheme in ("s3", "s3a"):
+        _prune_rows_objects(manifest.storage, dataset.version, result)
     result["version_after"] = dataset.version
     result["seconds"] = round(time.perf_counter() - started, 4)
     return result
@@ -228,7 +238,7 @@ def maintain_manifest(
     :param older_than: the window of versions kept for running readers (default 10 minutes, at least
         ``REVALIDATE_AFTER``).
     :return: a JSON-able dict: ``compacted``, ``fragments_before/after``, ``versions_removed``,
-        ``bytes_removed``, ``version_before/after``, ``seconds``, and ``*_skipped`` reasons; ``{"skipped":
-        ...}`` when the catalog has no ``__manifest`` yet.
+        ``bytes_removed``, ``rows_objects_removed`` (S3), ``version_before/after``, ``seconds``, and ``*_skipped``
+        reasons; ``{"skipped": ...}`` when the catalog has no ``__manifest`` yet.
     """
     return run(namespace.manifest, compact=compact, cleanup=cleanup, keep=older_than, min_fragments=min_fragments)

@@ -47,7 +47,6 @@ from airflow_provider_lance.namespace.manifest_rows import (
     sql_string,
     table_and_versions_filter,
 )
-from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage, is_lost_response
 
@@ -73,7 +72,7 @@ class ManifestTable:
     :param storage: the namespace storage (for the table URI and storage options).
     :param commit_retries: how often a conflicting commit is retried.
     :param maintenance_policy: when a commit triggers compaction and clean-up.
-    :param rows_cache: where a new process finds rows an earlier one read (remote catalogs).
+    :param snapshots: the published snapshots, with where a new process finds rows (remote catalogs).
     """
 
     def __init__(
@@ -81,14 +80,14 @@ class ManifestTable:
         storage: Storage,
         commit_retries: int,
         maintenance_policy: MaintenancePolicy | None = None,
-        rows_cache: RowsCache | None = None,
+        snapshots: SnapshotStore | None = None,
     ) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self.storage_options = storage.options
         self.storage = storage
         self.commit_retries = commit_retries
         self.maintenance_policy = maintenance_policy or MaintenancePolicy()
-        self._snapshots = SnapshotStore(storage, storage.options, rows_cache)
+        self._snapshots = snapshots or SnapshotStore(storage, storage.options)
         self._scope = threading.local()  # per thread: the operation's snapshot
         self._turn_lock = threading.RLock()  # re-entrant: maintenance commits inside a writer's turn
         self._last_published: Snapshot | None = None  # by a commit of this instance
@@ -151,7 +150,7 @@ class ManifestTable:
         return self._publish(Snapshot.of(dataset))
 
     def _publish(self, snapshot: Snapshot) -> Snapshot:
-        self._snapshots.publish(snapshot, identify=False)
+        self._snapshots.committed(snapshot)
         self._scope.published = self._last_published = snapshot
         if getattr(self._scope, "depth", 0):
             self._scope.snapshot = snapshot
@@ -392,6 +391,7 @@ class ManifestTable:
         finally:
             if acquired:
                 self._turn_lock.release()
+            self._snapshots.store_rows()  # after the turn: other writers need not wait for it
 
     def _commit_attempts(
         self,

@@ -22,6 +22,7 @@ Freshness (every operation sees every commit made before it started, by any proc
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -38,8 +39,11 @@ from airflow_provider_lance.namespace.identifiers import (
     versions_dir,
 )
 from airflow_provider_lance.namespace.rows_cache import RowsCache
+from airflow_provider_lance.namespace.rows_object import RowsObjects
 from airflow_provider_lance.namespace.shared_call import SharedCall
 from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
+
+log = logging.getLogger(__name__)
 
 # Local and memory stores: the longest a "no manifest N+1" answer is trusted without a full listing.
 REVALIDATE_AFTER_SECONDS = 120.0
@@ -150,15 +154,25 @@ class SnapshotStore:
 
     :param storage: the namespace storage.
     :param storage_options: what pylance opens the table with.
+    :param cache: this machine's rows cache (remote catalogs).
+    :param objects: the rows objects next to the manifest versions (S3).
     """
 
-    def __init__(self, storage: Storage, storage_options: dict[str, str], cache: RowsCache | None = None) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        storage_options: dict[str, str],
+        cache: RowsCache | None = None,
+        objects: RowsObjects | None = None,
+    ) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self._storage = storage
         self._storage_options = storage_options or None
         self._cache = cache
+        self._objects = objects
         self._lock = threading.Lock()
         self._current: Snapshot | None = None
+        self._unstored: Snapshot | None = None  # the last commit whose rows are not stored yet
         self._shared_newest = SharedCall(self._list_newest)  # concurrent checks share a listing
 
     def publish(self, snapshot: Snapshot | None, identify: bool = True) -> Snapshot | None:
@@ -172,11 +186,41 @@ class SnapshotStore:
             self._current = snapshot
         return snapshot
 
+    def committed(self, snapshot: Snapshot) -> Snapshot:
+        """Publish a commit of this instance; on S3 its rows are stored by the next :meth:`store_rows`."""
+        self.publish(snapshot, identify=False)
+        if self._objects is not None and (snapshot.rows is not None or snapshot.base is not None):
+            with self._lock:  # only the newest commit's rows: an older one's object would never be read
+                self._unstored = snapshot
+        return snapshot
+
+    def store_rows(self) -> None:
+        """Store the rows of the last commit where a new process looks first: the rows object next to its
+        manifest and this machine's cache, under the manifest file's e-tag (one ``LIST MaxKeys=1``, then one PUT;
+        nothing when the listing names a newer version). Called once the writers' turn is released (two
+        requests that other writers need not wait for). Never raises: the commit has landed."""
+        with self._lock:
+            snapshot, self._unstored = self._unstored, None
+        if snapshot is None or self._objects is None:
+            return
+        try:
+            newest = self._list_newest()  # not shared: a listing under way may predate the commit
+            if newest is None or newest[0] != snapshot.version or not newest[1]:
+                return  # a newer version already: this one's object would never be read
+            snapshot.e_tag = newest[1]
+            rows = snapshot.table()  # in memory, or the fragments other writers added since the last read
+            self._objects.save(snapshot.version, newest[1], rows, snapshot.metadata)
+            if self._cache is not None:
+                self._cache.save(snapshot.version, newest[1], rows, snapshot.metadata)
+                snapshot.cached = True
+        except Exception as error:  # an optional object: a failure only costs the next new process a table open
+            log.warning("Rows object of __manifest version %s not written: %s", snapshot.version, error)
+
     def latest(self) -> Snapshot | None:
         """The latest snapshot, checked against storage now; None when the catalog has no ``__manifest``."""
         with self._lock:
             current = self._current
-        if current is None and self._cache is not None:
+        if current is None and (self._cache is not None or self._objects is not None):
             return self._cold()
         if current is not None and self._is_latest(current):
             if self._cache is not None and not current.cached and current.rows is not None and current.e_tag:
@@ -186,20 +230,27 @@ class SnapshotStore:
         return self.publish(self._open(current))
 
     def _cold(self) -> Snapshot | None:
-        """The first check of a process with a rows cache: the newest manifest file and its e-tag (one
-        listing), answered from the cache when an earlier process read that very file."""
+        """The first check of a process on remote storage: the newest manifest file and its e-tag (one
+        listing), answered from this machine's rows cache when an earlier process read that very file, else
+        from that file's rows object (one GET), else by opening the table at that version."""
         newest = self._newest()
         if newest is None or not newest[1]:
             return self.publish(self._open(None))
         version, e_tag = newest
-        cached = self._cache.load(version, e_tag, COLUMNS) if self._cache is not None else None
-        if cached is None:
+        found = self._cache.load(version, e_tag, COLUMNS) if self._cache is not None else None
+        cached = found is not None
+        if found is None and self._objects is not None:
+            found = self._objects.load(version, e_tag, COLUMNS)
+            if found is not None and self._cache is not None:
+                self._cache.save(version, e_tag, *found)
+                cached = True
+        if found is None:
             try:  # the listing named the version: pylance needs no listing of its own, nor a HEAD
                 return self.publish(Snapshot.of(self._open_version(version), e_tag), identify=False)
             except (ValueError, OSError):
                 return self.publish(self._open(None))  # gone since (an outside clean-up): open the latest
-        rows, metadata = cached
-        snapshot = Snapshot(version, metadata, e_tag, rows=rows, opener=self._open_version, cached=True)
+        rows, metadata = found
+        snapshot = Snapshot(version, metadata, e_tag, rows=rows, opener=self._open_version, cached=cached)
         return self.publish(snapshot, identify=False)
 
     def _newest(self) -> tuple[int, str | None] | None:

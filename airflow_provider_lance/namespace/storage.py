@@ -300,6 +300,10 @@ class Storage:
         return entries if detail else [entry["name"] for entry in entries]
 
     def read(self, key: str) -> bytes:
+        """The bytes of the file ``key``: on S3 one GET (s3fs asks for the size first to split a read in parts
+        unless told not to)."""
+        if self.scheme in ("s3", "s3a"):
+            return self.fs.cat_file(self.path(key), max_concurrency=1)
         return self.fs.cat_file(self.path(key))
 
     def info(self, key: str) -> FileInfo:
@@ -431,6 +435,11 @@ class Storage:
         """Delete one file; a missing file is not an error."""
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(self.path(key))
+
+    def delete_many(self, keys: list[str]) -> None:
+        """Delete files; missing ones are not an error (S3: one batch request per 1,000 keys)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm([self.path(key) for key in keys])
 
     def delete_tree(self, key: str) -> None:
         """Delete everything under ``key``; a missing directory is not an error."""

@@ -23,7 +23,8 @@ def _opened(ns: DirectoryNamespace) -> bool:
 
 
 def _props(moto_server: MotoServer, s3_root: str, cache: Path) -> dict[str, str]:
-    return moto_server.properties(s3_root, manifest_cache_dir=str(cache))
+    """The machine's cache alone: no rows objects next to the manifest (those: test_s3_rows_object.py)."""
+    return moto_server.properties(s3_root, manifest_cache_dir=str(cache), manifest_rows_object_max_rows="0")
 
 
 def _warm(props: dict[str, str]) -> None:
