@@ -29,13 +29,12 @@ from typing import Any
 
 import lance_namespace as ln
 
-QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
+from benchmarks.common import QUICK, Target, marked, write_section
+
 CLIENTS = (1, 8, 32)
 TABLES = 200  # declared before the reads
 OPS_PER_KIND = 200 if QUICK else 1000  # reads of each kind per client count (split across the clients)
 DECLARES = 64 if QUICK else 320  # declares per client count (split across the clients)
-DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-START, END = "<!-- rest:start -->", "<!-- rest:end -->"
 _NS = "b"
 
 
@@ -276,7 +275,6 @@ def _ratio(mine: float, theirs: float) -> str:
 def report(results: dict[str, Any]) -> str:
     """The markdown of the section."""
     lines = [
-        START,
         "## REST server (issue 19)",
         "",
         "Our `lance-namespace-server` (our engine) and the reference `RestAdapter` (pylance's Rust server over its"
@@ -307,27 +305,36 @@ def report(results: dict[str, Any]) -> str:
         f"- A sensor poke (`table_exists`) through REST: 1 HTTP request, storage requests {pokes['one_poke']} "
         "(goal ≤ 1).",
         f"- 32 concurrent pokes: storage requests {pokes['32_concurrent_pokes']} (goal: far fewer than 32).",
-        "",
-        END,
     ]
     return "\n".join(lines)
 
 
-def write_section(markdown: str, doc: Path = DOC) -> None:
-    """Replace the section between its markers in ``doc`` (appended when absent)."""
-    text = doc.read_text() if doc.exists() else ""
-    if START in text and END in text:
-        text = text[: text.index(START)] + markdown + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip() + "\n\n" + markdown + "\n"
-    doc.write_text(text)
+def targets(results: dict[str, Any]) -> list[Target]:
+    """The goals of issue 19: REST overhead ≤ 1 ms, 32 clients through one server ≥ 5x the reference's 8
+    processes, a poke through REST ≤ 1 storage request."""
+    rest = results.get("rest")
+    if not rest:
+        return []
+    overhead = rest["ours"]["1"]["describe"]["p50_ms"] - rest["direct_describe_p50_ms"]
+    clients = rest["ours"]["32"]["declare"]["per_s"] / rest["reference_8_processes_declares_per_s"]
+    poke = sum(rest["pokes"]["one_poke"].values())
+    return [
+        Target("REST overhead over a direct engine call (describe p50)", "≤ 1 ms", f"{overhead:.2f} ms", overhead <= 1),
+        Target("32 REST clients declaring ÷ the reference's 8 processes", "≥ 5x", f"{clients:.2f}x", clients >= 5),
+        Target("a sensor poke through REST, storage requests", "≤ 1", str(poke), poke <= 1),
+    ]
+
+
+def section(results: dict[str, Any]) -> list[str]:
+    """The section in the page (between its markers), when measured."""
+    return [marked("rest", report(results["rest"])), ""] if "rest" in results else []
 
 
 def main() -> int:
     results = run()
     markdown = report(results)
     print(markdown)
-    write_section(markdown)
+    write_section("rest", markdown)
     return 0
 
 
