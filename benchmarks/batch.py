@@ -11,7 +11,7 @@ from typing import Any
 import lance_namespace as ln
 
 from benchmarks import catalog
-from benchmarks.common import QUICK, Target, log, ms, ours
+from benchmarks.common import QUICK, Job, Target, log, ms, ours
 
 BATCH_SIZES = [1, 10] if QUICK else [1, 10, 100]
 ROUNDS = 1 if QUICK else 5  # medians of 5 rounds: this 2-core machine is often shared
@@ -88,6 +88,14 @@ def run(work: Path) -> dict[str, Any]:
         }
         for k, entry in results.items()
     }
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("batch", lambda: run(work))]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

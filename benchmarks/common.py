@@ -123,6 +123,7 @@ class Timing:
         return {"p50": self.p50, "p95": self.p95, "n": len(self.samples)}
 
 
+Job = tuple[str, Callable[[], Any]]  # (results key, measure) of one section, or of one size of it
 Operation = tuple[Callable[[int], Any], Callable[[int], Any] | None]  # operation(i), setup(i) run untimed before
 
 

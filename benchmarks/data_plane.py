@@ -10,7 +10,7 @@ import lance_namespace as ln
 import pyarrow as pa
 from lance_namespace_urllib3_client.models import QueryTableRequestVector
 
-from benchmarks.common import ENGINES, QUICK, Engine, Target, interleaved, log
+from benchmarks.common import ENGINES, QUICK, Engine, Job, Target, interleaved, log
 
 ROWS = 10_000
 GOAL = 1.1  # p50 ours / reference
@@ -69,6 +69,14 @@ def run(work: Path) -> dict[str, Any]:
         results[op] = {name: timing.as_dict() for name, timing in timings.items()}
         log(f"  data plane {op}: " + ", ".join(f"{n} {t.p50:.2f} ms" for n, t in timings.items()))
     return results
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("data_plane", lambda: run(work))]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

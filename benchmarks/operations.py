@@ -11,7 +11,7 @@ from typing import Any
 import lance_namespace as ln
 
 from benchmarks import catalog
-from benchmarks.common import QUICK, SIZES, Engine, Operation, Target, interleaved, log, ms, ours, ratio, reference
+from benchmarks.common import QUICK, SIZES, Engine, Job, Operation, Target, interleaved, log, ms, ours, ratio, reference
 
 # 300 and 1,000: the write goals; BENCH_SIZES=300,1000,10000 adds the large catalog (+2-3 minutes).
 OPERATION_SIZES = SIZES or ([300] if QUICK else [300, 1000])
@@ -218,6 +218,14 @@ WHY: dict[str, tuple[str, str]] = {
 
 def _sizes(results: dict[str, Any]) -> list[str]:
     return [key.split("/")[1] for key in results if key.startswith("operations/")]
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [(f"operations/{size}", lambda size=size: run(work, size)) for size in OPERATION_SIZES]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

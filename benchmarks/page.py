@@ -36,7 +36,7 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.page import create_page_app
 from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
 from benchmarks import catalog
-from benchmarks.common import QUICK, RESULTS_DIR, Target, log, marked, write_section
+from benchmarks.common import QUICK, RESULTS_DIR, Job, Target, log, marked, write_section
 
 TABLES = 1_000 if QUICK else 10_000
 VERSIONS = 100 if QUICK else 1_000
@@ -162,6 +162,14 @@ def render(results: dict[str, Any]) -> str:
         f"Measured {results.get('date', '')} on {results.get('machine', '')} (shared with other jobs).",
     ]
     return "\n".join(lines)
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("page", run)]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

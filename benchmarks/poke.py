@@ -13,7 +13,7 @@ import lance_namespace as ln
 import pyarrow as pa
 
 from benchmarks import catalog
-from benchmarks.common import ENGINES, QUICK, SIZES, Engine, Target, kinds, log, ours
+from benchmarks.common import ENGINES, QUICK, SIZES, Engine, Job, Target, kinds, log, ours
 from benchmarks.s3_counter import CountingS3Server
 
 POKE_SIZES = SIZES or ([100] if QUICK else [100, 1000, 10000])
@@ -211,6 +211,14 @@ def _total(counts: dict[str, int]) -> int:
 def _sensors(poke: dict[str, Any]) -> list[str]:
     keys = next(iter(next(iter(poke["s3"].values())).values()))
     return list(dict.fromkeys(key.split("|")[0] for key in keys))
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("poke", lambda: run(work))]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

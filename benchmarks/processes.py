@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import writers
-from benchmarks.common import ENGINES, QUICK, Target, kinds, log
+from benchmarks.common import ENGINES, QUICK, Job, Target, kinds, log
 from benchmarks.s3_counter import CountingS3Server
 
 PER_PROCESS = {"local": 5 if QUICK else 12, "s3": 2 if QUICK else 4}
@@ -50,6 +50,14 @@ def run(work: Path) -> dict[str, Any]:
                     results.setdefault(storage, {}).setdefault(str(count), {})[name] = outcome
                     log(f"  writers {storage} x{count} {name}: {outcome}")
     return results
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("processes", lambda: run(work))]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

@@ -29,7 +29,8 @@ from benchmarks import (
 from benchmarks.common import DOC, RESULTS_DIR, Target
 from benchmarks.notes import ENGINE_NOTES, PROFILE_NOTES, RUN_IT
 
-# Each module renders its part with ``section(results)`` and, where it has goals, ``targets(results)``.
+# The sections in the order they run and appear. Each module measures with ``jobs(work)`` (results key,
+# measure), renders its part with ``section(results)`` and, where it has goals, ``targets(results)``.
 SECTIONS: list[ModuleType] = [
     operations,
     batch,
@@ -38,10 +39,10 @@ SECTIONS: list[ModuleType] = [
     s3_writes,
     threads,
     processes,
+    writers,
     data_plane,
     scale,
     spark,
-    writers,
     soak,
     page,
     rest,

@@ -29,7 +29,7 @@ from typing import Any
 
 import lance_namespace as ln
 
-from benchmarks.common import QUICK, Target, marked, write_section
+from benchmarks.common import QUICK, Job, Target, marked, write_section
 
 CLIENTS = (1, 8, 32)
 TABLES = 200  # declared before the reads
@@ -307,6 +307,14 @@ def report(results: dict[str, Any]) -> str:
         f"- 32 concurrent pokes: storage requests {pokes['32_concurrent_pokes']} (goal: far fewer than 32).",
     ]
     return "\n".join(lines)
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("rest", run)]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

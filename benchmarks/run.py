@@ -14,58 +14,17 @@ import os
 import platform
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import lance
 
-from benchmarks import (
-    batch,
-    catalog,
-    data_plane,
-    operations,
-    page,
-    poke,
-    processes,
-    rest,
-    s3_writes,
-    scale,
-    soak,
-    spark,
-    threads,
-    writers,
-    writes,
-)
+from benchmarks import catalog
 from benchmarks.common import BENCH_DIR, DOC, PARTIAL, QUICK, REPO, RESULTS_DIR, log, selected
-from benchmarks.report import render
+from benchmarks.report import SECTIONS, render
 
 RESULTS = RESULTS_DIR / ("quick.json" if QUICK else "partial.json" if PARTIAL else "latest.json")
 PAGE = RESULTS_DIR / "quick.md" if QUICK else DOC  # a quick run must not overwrite the real numbers
-
-
-def sections(work: Path) -> list[tuple[str, Callable[[], Any]]]:
-    """(results key, measure) of every section, in the order they run.
-
-    :param work: the run's directory for catalogs.
-    """
-    return [
-        *[(f"operations/{size}", lambda size=size: operations.run(work, size)) for size in operations.OPERATION_SIZES],
-        ("batch", lambda: batch.run(work)),
-        ("writes/ours", lambda: writes.run(work, "ours")),
-        ("writes/reference", lambda: writes.run(work, "reference")),
-        ("poke", lambda: poke.run(work)),
-        ("s3_writes", s3_writes.run),
-        ("threads", lambda: threads.run(work)),
-        ("processes", lambda: processes.run(work)),
-        ("writers", writers.run),
-        ("data_plane", lambda: data_plane.run(work)),
-        ("scale", scale.run),
-        ("spark", spark.run),
-        ("soak", lambda: soak.run(QUICK)),
-        ("page", page.run),
-        ("rest", rest.run),
-    ]
 
 
 def main() -> int:
@@ -80,7 +39,7 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d"),
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    for name, measure in sections(work):
+    for name, measure in (job for module in SECTIONS for job in module.jobs(work)):
         if not selected(name):
             continue
         log(f"section {name}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import lance
@@ -14,7 +15,7 @@ import lance_namespace as ln
 import pyarrow as pa
 
 from benchmarks import catalog
-from benchmarks.common import ENGINES, QUICK, Engine, Operation, interleaved, kinds, log
+from benchmarks.common import ENGINES, QUICK, Engine, Job, Operation, interleaved, kinds, log
 from benchmarks.s3_counter import CountingS3Server
 
 SIZE = 300 if QUICK else 1000
@@ -102,6 +103,14 @@ def run() -> dict[str, Any]:
 def _median_kinds(samples: list[dict[str, int]]) -> dict[str, float]:
     names = sorted({k for sample in samples for k in sample})
     return {k: statistics.median(sample.get(k, 0) for sample in samples) for k in names}
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("s3_writes", run)]
 
 
 def section(results: dict[str, Any]) -> list[str]:

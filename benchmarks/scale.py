@@ -31,7 +31,7 @@ from typing import Any
 import lance
 
 from benchmarks import catalog
-from benchmarks.common import BENCH_DIR, QUICK, Target, log, ms, ratio
+from benchmarks.common import BENCH_DIR, QUICK, Job, Target, log, ms, ratio
 from benchmarks.scale_probe import LIST_LIMIT
 
 BASELINE = 1000
@@ -187,6 +187,14 @@ _WHY_RSS = (
     " row and the indexes built on them.",
     "Keep only the columns the answers need (ids and locations) and drop what the first read loaded for nothing.",
 )
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("scale", run)]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

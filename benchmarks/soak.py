@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import lance
@@ -22,7 +23,7 @@ import lance_namespace as ln
 import pyarrow as pa
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from benchmarks.common import Target
+from benchmarks.common import QUICK, Job, Target
 from tests.fault_proxy import FaultProxy, FaultRates
 from tests.s3.conftest import BUCKET, MotoServer, start_moto, stop
 
@@ -165,6 +166,14 @@ def render(results: dict[str, Any]) -> str:
         )
     lines += ["", f"Writes/s with faults ÷ without: **{results['ratio']}**.", ""]
     return "\n".join(lines)
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("soak", lambda: run(QUICK))]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

@@ -4,9 +4,10 @@ stage + commit against Spark's Parquet writer; this module runs it and renders i
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
-from benchmarks.common import QUICK, Target
+from benchmarks.common import QUICK, Job, Target
 
 GOAL = 0.8  # stage + commit ÷ Spark's Parquet writer (issue 22; was 1.0)
 WHY = (
@@ -55,6 +56,14 @@ def conditions(numbers: dict[str, Any]) -> list[tuple[str, float]]:
 
     visit("", numbers)
     return found
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("spark", run)]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

@@ -12,7 +12,7 @@ from typing import Any
 import lance_namespace as ln
 
 from benchmarks import catalog
-from benchmarks.common import ENGINES, QUICK, Engine, Target, list_all, log
+from benchmarks.common import ENGINES, QUICK, Engine, Job, Target, list_all, log
 from benchmarks.s3_counter import CountingS3Server
 
 READ_THREADS = 16
@@ -154,6 +154,14 @@ WHY: dict[str, tuple[str, str]] = {
         "Engine: group commit (the waiting threads' inserts in one commit), so 4 threads make fewer commits than 1.",
     ),
 }
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("threads", lambda: run(work))]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

@@ -31,7 +31,7 @@ from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from benchmarks import catalog
-from benchmarks.common import QUICK, RESULTS_DIR, Target, list_all, log
+from benchmarks.common import QUICK, RESULTS_DIR, Job, Target, list_all, log
 from benchmarks.s3_counter import CountingS3Server
 
 SIZE = 300 if QUICK else 1000
@@ -257,6 +257,14 @@ def report(results: dict[str, Any]) -> str:
             )
     lines += ["", f"Why: {WHY[0]}"]
     return "\n".join(lines) + "\n"
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("writers", run)]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:

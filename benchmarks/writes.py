@@ -9,7 +9,7 @@ from typing import Any
 import lance_namespace as ln
 
 from benchmarks import catalog
-from benchmarks.common import ENGINES, QUICK, Target, log, measure, ms
+from benchmarks.common import ENGINES, QUICK, Job, Target, log, measure, ms
 
 CHECKPOINTS = {"ours": [100, 300] if QUICK else [100, 1000, 10000], "reference": [100, 300] if QUICK else [100, 1000]}
 PROBE_REPS = 60  # p50 of 60: sub-millisecond probes on a shared machine need many samples
@@ -79,6 +79,14 @@ def run(work: Path, engine_name: str) -> dict[str, Any]:
         log(f"  {engine.name}: {checkpoint} writes, {results[str(checkpoint)]['fragments']} fragments")
     catalog.remove(root)
     return results
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [(f"writes/{engine}", lambda engine=engine: run(work, engine)) for engine in ENGINES]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:
