@@ -94,7 +94,12 @@ def test_scale_goals_are_rendered_with_whether_they_hold() -> None:
     def measured(p50: float, growth: float) -> dict[str, object]:
         return {
             "open_ms": 10.0,
-            "rss_mb": {"imported": 100.0, "first_answer": 100 + growth, "after_200_describes": 100 + growth},
+            "rss_mb": {
+                "imported": 100.0,
+                "first_answer": 100 + growth,
+                "after_200_describes": 100 + growth,
+                "end": 100 + 2 * growth,
+            },
             "operations": {op: {"p50": p50, "p95": p50, "n": 100} for op in scale.OPERATIONS},
             "seconds": 1.0,
         }
@@ -116,3 +121,5 @@ def test_scale_goals_are_rendered_with_whether_they_hold() -> None:
     assert "1.17x; 1.40x | **no** |" in page
     assert "at 10,000 tables ÷ reference | ≤ 0.5x | 0.25x (10 / 40 MB" in page
     assert "(10 / 40 MB; absolute 110 / 140 MB) | yes |" in page
+    assert "after every call (list pages and declares too) - after imports) at 10,000 tables" in page
+    assert "(20 / 80 MB; absolute 120 / 180 MB) | yes |" in page
