@@ -204,7 +204,11 @@ def run() -> dict[str, Any]:
     work = Path(catalog.tempfile_dir("writers"))
     try:
         with CountingS3Server() as server:
-            results = {"threads": threads(work), "processes": processes(work, server)}
+            results = {
+                "settings": {"size": SIZE, "runs": RUNS, "threads": THREADS, "per_thread": PER_THREAD},
+                "threads": threads(work),
+                "processes": processes(work, server),
+            }
     finally:
         catalog.remove(work)
     reference_8 = statistics.median(
@@ -217,10 +221,13 @@ def run() -> dict[str, Any]:
 def report(results: dict[str, Any]) -> str:
     """The Markdown section of ``docs/benchmarks.md``."""
     threads_ = results["threads"]
+    # the settings of the run that measured (a quick run's differ); results of before they were recorded: full
+    settings = results.get("settings", {"size": 1000, "runs": 3, "threads": THREADS, "per_thread": 20})
     lines = [
         "## Writers: threads of one instance (group commit) and writer processes",
         "",
-        f"{THREADS} threads declaring {PER_THREAD} tables each through one namespace object (a catalog of {SIZE} "
+        f"{settings['threads']} threads declaring {settings['per_thread']} tables each through one namespace object"
+        f" (a catalog of {settings['size']} "
         "tables, local disk):",
         "",
         "| engine | writes | writes/s | landed | declares per `__manifest` commit |",
@@ -235,10 +242,12 @@ def report(results: dict[str, Any]) -> str:
     goal = results["threads_vs_reference_8_processes"]
     lines += [
         "",
-        f"Ours with {THREADS} threads ÷ the reference with 8 writer processes (median of {RUNS} runs below): "
+        f"Ours with {settings['threads']} threads ÷ the reference with 8 writer processes (median of"
+        f" {settings['runs']} runs below): "
         f"**{goal:.2f}x** (goal ≥ 5x: {'yes' if goal >= 5 else '**no**'}).",
         "",
-        f"Writer processes, {RUNS} runs each (engines alternating), median ratio ours ÷ reference of total writes/s:",
+        f"Writer processes, {settings['runs']} runs each (engines alternating), median ratio ours ÷ reference of total"
+        " writes/s:",
         "",
         "| storage | writers | ours writes/s (runs) | reference writes/s (runs) | ratios | median | lost "
         "| goal ≥ 1.0x |",
