@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks.page import main as page_main
-from benchmarks.rest import main as rest_main
 from benchmarks.run import main
 
-sys.exit(main() or page_main() or rest_main())
+sys.exit(main())

@@ -14,6 +14,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+from typing import Any
 
 import lance
 import lance_namespace as ln
@@ -22,7 +23,7 @@ import pyarrow as pa
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.manifest_rows import SCHEMA
 
-__all__ = ["SCHEMA", "build", "copy", "install_data", "make_template", "stage"]
+__all__ = ["SCHEMA", "build", "build_s3", "copy", "install_data", "make_template", "s3_options", "stage", "table_rows"]
 
 NAMESPACE = "bench"
 U64_MAX = 2**64 - 1
@@ -63,31 +64,75 @@ def stage(template: Path, location: Path, version: int) -> str:
 
 def build(root: Path, size: int, data_tables: int = 0, template: Path | None = None) -> dict[str, Path]:
     """Build a catalog of ``size`` root tables and ``size`` tables in ``bench``; returns the locations of
-    the ``data_tables`` tables (``bench$data<i>``) that hold real Lance data (version 1)."""
+    the ``data_tables`` tables (``bench$data<i>``) that hold real Lance data (version 1).
+
+    :param root: the catalog's root directory.
+    :param size: declared tables in the root and in ``bench`` each.
+    :param data_tables: tables with real data (``bench$data<i>``).
+    :param template: the dataset whose files the data tables get.
+    """
     root.mkdir(parents=True, exist_ok=True)
     namespace = DirectoryNamespace(root=str(root))
     namespace.create_namespace(ln.CreateNamespaceRequest(id=[NAMESPACE]))  # creates __manifest (engine format)
-    rows = []
+    ids: list[str] = []
+    locations: list[str] = []
     for i in range(size):
-        for oid, location in ((f"t{i}", f"t{i}.lance"), (f"{NAMESPACE}$t{i}", f"{i:08x}_{NAMESPACE}$t{i}")):
-            directory = root / location
-            directory.mkdir()
-            (directory / ".lance-reserved").write_bytes(MARKER)
-            rows.append({"object_id": oid, "object_type": "table", "location": location})
+        ids += [f"t{i}", f"{NAMESPACE}$t{i}"]
+        locations += [f"t{i}.lance", f"{i:08x}_{NAMESPACE}$t{i}"]
+    for location in locations:
+        (root / location).mkdir()
+        (root / location / ".lance-reserved").write_bytes(MARKER)
     data: dict[str, Path] = {}
     for i in range(data_tables):
         location = f"d{i:07x}_{NAMESPACE}$data{i}"
-        rows.append({"object_id": f"{NAMESPACE}$data{i}", "object_type": "table", "location": location})
+        ids.append(f"{NAMESPACE}$data{i}")
+        locations.append(location)
         (root / location).mkdir()
         (root / location / ".lance-reserved").write_bytes(MARKER)
         if template is not None:
             install_data(template, root / location, 1)
         data[f"data{i}"] = root / location
-    for row in rows:
-        row.setdefault("metadata", None)
-        row.setdefault("base_objects", None)
-    lance.dataset(str(root / "__manifest")).insert(pa.Table.from_pylist(rows, schema=SCHEMA))
+    lance.dataset(str(root / "__manifest")).insert(table_rows(ids, locations))
     return data
+
+
+def table_rows(ids: list[str], locations: list[str]) -> pa.Table:
+    """``__manifest`` rows of declared tables (no metadata, no base objects), built column by column: a
+    million rows in seconds, where a list of row dicts takes minutes.
+
+    :param ids: the tables' object ids.
+    :param locations: their locations, in the same order.
+    """
+    count = len(ids)
+    columns = [
+        pa.array(ids, pa.string()),
+        pa.array(["table"] * count, pa.string()),
+        pa.array(locations, pa.string()),
+        pa.nulls(count, pa.string()),
+        pa.nulls(count, SCHEMA.field("base_objects").type),
+    ]
+    return pa.Table.from_arrays(columns, schema=SCHEMA)
+
+
+def build_s3(properties: dict[str, str], namespace: Any, size: int) -> None:
+    """A catalog on S3: the namespace ``bench`` (created by ``namespace``, the engine under test, so the
+    ``__manifest`` is its own) and ``size`` declared table rows in it, appended in bulk.
+
+    :param properties: the constructor properties of the catalog (``root`` and ``storage.*``).
+    :param namespace: the engine's namespace object on that catalog.
+    :param size: declared tables in ``bench``.
+    """
+    namespace.create_namespace(ln.CreateNamespaceRequest(id=[NAMESPACE]))
+    rows = table_rows([f"{NAMESPACE}$t{i}" for i in range(size)], [f"x{i}" for i in range(size)])
+    lance.dataset(properties["root"] + "/__manifest", storage_options=s3_options(properties)).insert(rows)
+
+
+def s3_options(properties: dict[str, str]) -> dict[str, str]:
+    """Lance storage options of a namespace's ``storage.*`` properties.
+
+    :param properties: constructor properties.
+    """
+    return {k.removeprefix("storage."): v for k, v in properties.items() if k.startswith("storage.")}
 
 
 def copy(source: Path, target: Path) -> None:

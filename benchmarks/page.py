@@ -10,14 +10,15 @@ with httpx: the time to the last byte of the HTML (the stylesheet is a static fi
 
 The first load of each page is reported apart (``cold``): it reads what later loads take from the page's cache
 of committed manifests. Target: p50 <= 300 ms. Results go to ``benchmarks/results/page.json`` and into
-``docs/benchmarks.md`` between the ``page`` markers (``BENCH_QUICK=1``: 1,000 tables and 100 versions, results
-to ``benchmarks/results/page-quick.json`` only).
+``docs/benchmarks.md`` between the ``page`` markers when run alone (``BENCH_QUICK=1``: 1,000 tables and 100
+versions, results to ``benchmarks/results/page-quick.json`` only).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import statistics
 import sys
@@ -35,20 +36,13 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.page import create_page_app
 from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
 from benchmarks import catalog
+from benchmarks.common import QUICK, RESULTS_DIR, Job, Target, log, marked, write_section
 
-QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
 TABLES = 1_000 if QUICK else 10_000
 VERSIONS = 100 if QUICK else 1_000
 REPS = 5 if QUICK else 30
 TARGET_MS = 300.0
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results" / ("page-quick.json" if QUICK else "page.json")
-DOC = REPO / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- page:begin -->", "<!-- page:end -->"
-
-
-def log(message: str) -> None:
-    print(f"[bench page {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+RESULTS = RESULTS_DIR / ("page-quick.json" if QUICK else "page.json")
 
 
 def versioned_table(root: Path, versions: int) -> None:
@@ -100,7 +94,12 @@ def run() -> dict[str, Any]:
     started = time.perf_counter()
     versioned_table(versions_root, VERSIONS)
     log(f"committed in {time.perf_counter() - started:.0f} s")
-    results: dict[str, Any] = {"tables": TABLES, "versions": VERSIONS}
+    results: dict[str, Any] = {
+        "tables": TABLES,
+        "versions": VERSIONS,
+        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d"),
+    }
     with (
         serve(create_page_app(DirectoryNamespace(root=str(tables_root)))) as tables_url,
         serve(create_page_app(DirectoryNamespace(root=str(versions_root)))) as versions_url,
@@ -138,7 +137,6 @@ def run() -> dict[str, Any]:
 
 def render(results: dict[str, Any]) -> str:
     lines = [
-        BEGIN,
         "## Catalog page load (issue 21)",
         "",
         f"`python -m benchmarks.page` (run by `make bench`): the page app served by uvicorn on 127.0.0.1, fetched "
@@ -162,33 +160,41 @@ def render(results: dict[str, Any]) -> str:
         "the table pages' is mostly the engine's `describe_table` and `list_table_versions` on a managed table.",
         "",
         f"Measured {results.get('date', '')} on {results.get('machine', '')} (shared with other jobs).",
-        END,
     ]
     return "\n".join(lines)
 
 
-def record(results: dict[str, Any]) -> None:
-    """Write the raw numbers, and (full runs) the section of docs/benchmarks.md between the page markers."""
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=1))
-    if QUICK:
-        return
-    text = DOC.read_text() if DOC.exists() else ""
-    section = render(results)
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text)
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("page", run)]
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    """Every measured page's p50 ≤ 300 ms."""
+    pages = {name: value for name, value in (results.get("page") or {}).items() if isinstance(value, dict)}
+    return [
+        Target(
+            f"page load p50: {name}", f"≤ {TARGET_MS:.0f} ms", f"{value['p50_ms']:.0f} ms", value["p50_ms"] <= TARGET_MS
+        )
+        for name, value in pages.items()
+    ]
+
+
+def section(results: dict[str, Any]) -> list[str]:
+    """The section in the page (between its markers), when measured."""
+    return [marked("page", render(results["page"])), ""] if "page" in results else []
 
 
 def main() -> int:
-    import platform
-
+    """Run the section alone: its numbers to ``RESULTS``, and (full runs) its part of the page rewritten."""
     results = run()
-    results["machine"] = f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-    results["date"] = time.strftime("%Y-%m-%d")
-    record(results)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1))
+    if not QUICK:
+        write_section("page", render(results))
     for name, value in results.items():
         if isinstance(value, dict):
             log(f"{name}: cold {value['cold_ms']:.0f} ms, p50 {value['p50_ms']:.0f} ms, p95 {value['p95_ms']:.0f} ms")

@@ -31,7 +31,8 @@ from typing import Any
 
 import lance_namespace as ln
 
-QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
+from benchmarks.common import QUICK, Job, Target, marked, write_section
+
 CLIENTS = (1, 8, 32)
 TABLES = 200  # declared before the reads
 OPS_PER_KIND = 200 if QUICK else 2000  # reads of each kind per client count (split across the clients)
@@ -42,8 +43,6 @@ ROUNDS = 2 if QUICK else 3  # of the measurements outside the servers (direct ca
 OPERATIONS = ("declare", "describe", "exists", "list")
 SERVERS = ("ours", "reference")
 CONCURRENT_POKES_GOAL = 8  # "far fewer than 32": at most a quarter
-DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-START, END = "<!-- rest:start -->", "<!-- rest:end -->"
 _NS = "b"
 
 
@@ -338,8 +337,8 @@ def _ratio(mine: float, theirs: float) -> str:
     return f"{mine / theirs:.2f}x" if theirs else "n/a"
 
 
-def goals(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """Each goal of the section: (goal, what was measured, met)."""
+def goals(results: dict[str, Any]) -> list[Target]:
+    """Each goal of the section."""
     rows = []
     for clients in CLIENTS:
         ratios = {
@@ -350,8 +349,9 @@ def goals(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
         worst = min(ratios, key=ratios.__getitem__)
         measured = ", ".join(f"{operation} {ratio:.2f}x" for operation, ratio in ratios.items())
         rows.append(
-            (
-                f"throughput ≥ 1.0x the reference, catalog reads and writes, {clients} client(s)",
+            Target(
+                f"REST throughput ÷ the reference, reads and writes, {clients} client(s)",
+                "≥ 1.0x",
                 measured,
                 ratios[worst] >= 1.0,
             )
@@ -359,8 +359,9 @@ def goals(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     rest_describe = results["ours"]["1"]["describe"]["p50_ms"]
     overhead = rest_describe - results["direct_describe_p50_ms"]
     rows.append(
-        (
-            "REST overhead over a direct engine call ≤ 1 ms (describe p50, 1 client)",
+        Target(
+            "REST overhead over a direct engine call (describe p50, 1 client)",
+            "≤ 1 ms",
             f"{overhead:.2f} ms ({rest_describe:.2f} through REST, {results['direct_describe_p50_ms']:.2f} direct)",
             overhead <= 1.0,
         )
@@ -368,8 +369,9 @@ def goals(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     ours_32 = results["ours"]["32"]["declare"]["per_s"]
     processes = results["reference_8_processes_declares_per_s"]
     rows.append(
-        (
-            "32 clients declaring through one server ≥ 5x the writes/s of 8 processes declaring with the reference",
+        Target(
+            "32 clients declaring through one server ÷ 8 processes declaring with the reference (writes/s)",
+            "≥ 5x",
             f"{ours_32:.0f} vs {processes:.0f} writes/s: {_ratio(ours_32, processes)}",
             ours_32 >= 5 * processes,
         )
@@ -377,16 +379,18 @@ def goals(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     pokes = results["pokes"]
     one, http = sum(pokes["one_poke"].values()), pokes.get("one_poke_http_requests", 1)
     rows.append(
-        (
-            "a sensor poke through REST = 1 HTTP request and ≤ 1 storage request",
+        Target(
+            "a sensor poke through REST: HTTP and storage requests",
+            "1 HTTP, ≤ 1 storage",
             f"{http:.0f} HTTP, storage {pokes['one_poke']}",
             http == 1 and one <= 1,
         )
     )
     many = sum(pokes["32_concurrent_pokes"].values())
     rows.append(
-        (
-            f"32 concurrent pokes: far fewer than 32 storage requests (≤ {CONCURRENT_POKES_GOAL})",
+        Target(
+            "32 concurrent pokes through REST: storage requests",
+            f"≤ {CONCURRENT_POKES_GOAL}",
             f"storage {pokes['32_concurrent_pokes']}",
             many <= CONCURRENT_POKES_GOAL,
         )
@@ -397,7 +401,6 @@ def goals(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
 def report(results: dict[str, Any]) -> str:
     """The markdown of the section."""
     lines = [
-        START,
         "## REST server (issue 19)",
         "",
         "Our `lance-namespace-server` (our engine) and the reference `RestAdapter` (pylance's Rust server over its"
@@ -420,26 +423,36 @@ def report(results: dict[str, Any]) -> str:
                 f"{mine.get('server_cpu_us', float('nan')):.0f} | {theirs.get('server_cpu_us', float('nan')):.0f} |"
             )
     lines += ["", "| goal | measured | met |", "|---|---|---|"]
-    lines += [f"| {goal} | {measured} | {'yes' if met else 'no'} |" for goal, measured, met in goals(results)]
-    lines += ["", END]
+    lines += [
+        f"| {goal.name}: {goal.wanted} | {goal.measured} | {'yes' if goal.met else 'no'} |" for goal in goals(results)
+    ]
     return "\n".join(lines)
 
 
-def write_section(markdown: str, doc: Path = DOC) -> None:
-    """Replace the section between its markers in ``doc`` (appended when absent)."""
-    text = doc.read_text() if doc.exists() else ""
-    if START in text and END in text:
-        text = text[: text.index(START)] + markdown + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip() + "\n\n" + markdown + "\n"
-    doc.write_text(text)
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("rest", run)]
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    """The goals of issue 19 (see :func:`goals`) for the page's Targets table."""
+    rest = results.get("rest")
+    return goals(rest) if rest else []
+
+
+def section(results: dict[str, Any]) -> list[str]:
+    """The section in the page (between its markers), when measured."""
+    return [marked("rest", report(results["rest"])), ""] if "rest" in results else []
 
 
 def main() -> int:
     results = run()
     markdown = report(results)
     print(markdown)
-    write_section(markdown)
+    write_section("rest", markdown)
     return 0
 
 

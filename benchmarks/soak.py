@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import lance
@@ -22,6 +23,7 @@ import lance_namespace as ln
 import pyarrow as pa
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from benchmarks.common import QUICK, Job, Target
 from tests.fault_proxy import FaultProxy, FaultRates
 from tests.s3.conftest import BUCKET, MotoServer, start_moto, stop
 
@@ -164,6 +166,30 @@ def render(results: dict[str, Any]) -> str:
         )
     lines += ["", f"Writes/s with faults ÷ without: **{results['ratio']}**.", ""]
     return "\n".join(lines)
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section.
+
+    :param work: the run's directory for catalogs.
+    """
+    return [("soak", lambda: run(QUICK))]
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    """Nothing lost and nothing doubled, with and without faults."""
+    soak = results.get("soak")
+    if not soak:
+        return []
+    bad = {phase: soak[phase]["lost"] + soak[phase]["doubled"] for phase in ("clean", "faults")}
+    measured = ", ".join(f"{phase}: {soak[phase]['lost']} lost, {soak[phase]['doubled']} doubled" for phase in bad)
+    name = f"soak: {soak['writers']} writer processes on S3, {soak['fault_rate']:.0%} faults, writes lost or doubled"
+    return [Target(name, "0", measured, not any(bad.values()))]
+
+
+def section(results: dict[str, Any]) -> list[str]:
+    """The section in the page, when measured."""
+    return [render(results["soak"])] if "soak" in results else []
 
 
 if __name__ == "__main__":

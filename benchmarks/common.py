@@ -1,0 +1,232 @@
+"""What every benchmark section shares: the settings of the run, the two engines, timing, logging, the goals'
+shape, and the Markdown sections that are rewritten in place between markers.
+
+Settings (environment): ``BENCH_QUICK=1`` a small smoke run; ``BENCH_ONLY=operations,poke`` some sections
+(by prefix of their results key); ``BENCH_SIZES=300,1000`` the catalog sizes of the operations and poke
+sections; ``BENCH_SCALE_SIZES`` those of the scale section; ``BENCH_DIR`` where catalogs are built (and the
+scale section's catalogs cached between runs).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import lance_namespace as ln
+from lance.namespace import DirectoryNamespace as ReferenceNamespace
+
+from airflow_provider_lance.namespace import DirectoryNamespace
+
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
+ONLY = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
+SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "").split(",") if n]
+BENCH_DIR = os.environ.get("BENCH_DIR", "")
+# A partial run (BENCH_ONLY or BENCH_SIZES) must not overwrite the last full run's numbers (docs/benchmarks.md
+# is rendered from latest.json): it writes partial.json and leaves the page alone.
+PARTIAL = bool(ONLY or SIZES)
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO / "benchmarks" / "results"
+DOC = REPO / "docs" / "benchmarks.md"
+
+# The reference's version methods take plain dicts (its other methods take request models).
+_REFERENCE_DICT_METHODS = {"create_table_version", "describe_table_version", "batch_delete_table_versions"}
+
+
+def log(message: str) -> None:
+    """A progress line on stderr (stdout may carry a section's Markdown).
+
+    :param message: what happened.
+    """
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def selected(key: str) -> bool:
+    """Whether ``BENCH_ONLY`` (when set) selects the section whose results key is ``key``.
+
+    :param key: the section's results key (``operations/300``, ``poke``, ...).
+    """
+    return not ONLY or any(key.startswith(prefix) for prefix in ONLY)
+
+
+@dataclass
+class Engine:
+    """One implementation behind a uniform ``call``."""
+
+    name: str
+    namespace: Any
+
+    def call(self, method: str, request: Any) -> Any:
+        """Call ``method`` with ``request`` (as a dict where the reference takes one).
+
+        :param method: the namespace method.
+        :param request: its request model.
+        """
+        if self.name == "reference" and method in _REFERENCE_DICT_METHODS:
+            request = request.model_dump(exclude_none=True)
+        return getattr(self.namespace, method)(request)
+
+
+def ours(root: Path | str, **properties: str) -> Engine:
+    """Our engine on ``root``.
+
+    :param root: the catalog root.
+    :param properties: other constructor properties.
+    """
+    return Engine("ours", DirectoryNamespace(root=str(root), **properties))
+
+
+def reference(root: Path | str, **properties: str) -> Engine:
+    """The reference (pylance's Rust ``DirectoryNamespace``) on ``root``.
+
+    :param root: the catalog root.
+    :param properties: other constructor properties.
+    """
+    return Engine("reference", ReferenceNamespace(root=str(root), **properties))
+
+
+ENGINES: dict[str, Callable[..., Engine]] = {"ours": ours, "reference": reference}
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """The ``q`` quantile of ``samples`` (nearest rank).
+
+    :param samples: the values.
+    :param q: between 0 and 1.
+    """
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+@dataclass
+class Timing:
+    """Samples of one operation, in milliseconds."""
+
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p95(self) -> float:
+        return percentile(self.samples, 0.95)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"p50": self.p50, "p95": self.p95, "n": len(self.samples)}
+
+
+Job = tuple[str, Callable[[], Any]]  # (results key, measure) of one section, or of one size of it
+Operation = tuple[Callable[[int], Any], Callable[[int], Any] | None]  # operation(i), setup(i) run untimed before
+
+
+def measure(operation: Callable[[int], Any], reps: int) -> Timing:
+    """Time ``operation(i)`` for i in range(reps), after one untimed call.
+
+    :param operation: the call.
+    :param reps: how many timed calls.
+    """
+    return interleaved({"one": (operation, None)}, reps)["one"]
+
+
+def interleaved(
+    operations: dict[str, Operation], reps: int, around: Callable[[str, int], Any] | None = None
+) -> dict[str, Timing]:
+    """Time the operations of several engines interleaved: repetition i runs each engine's operation in turn
+    (the order alternates), so background load hits them alike; repetition -1 warms up, untimed.
+
+    :param operations: engine name -> (operation(i), setup(i) or None).
+    :param reps: timed repetitions.
+    :param around: (engine name, i) -> a context manager entered around each timed call (e.g. a request count).
+    """
+    from contextlib import nullcontext
+
+    timings = {name: Timing() for name in operations}
+    names = list(operations)
+    for i in range(-1, reps):
+        if i == 0:
+            gc.collect()
+        for name in names if i % 2 == 0 else reversed(names):
+            operation, setup = operations[name]
+            if setup:
+                setup(i)
+            with around(name, i) if around else nullcontext():
+                started = time.perf_counter()
+                operation(i)
+                elapsed = (time.perf_counter() - started) * 1000
+            if i >= 0:
+                timings[name].samples.append(elapsed)
+    return timings
+
+
+def list_all(namespace: Any, namespace_id: list[str]) -> list[str]:
+    """Every table name of a namespace, page by page.
+
+    :param namespace: a namespace object (either engine's, or an :class:`Engine`'s ``namespace``).
+    :param namespace_id: the namespace.
+    """
+    names: list[str] = []
+    token = None
+    while True:
+        answer = namespace.list_tables(ln.ListTablesRequest(id=namespace_id, page_token=token, limit=1000))
+        names.extend(answer.tables)
+        token = answer.page_token
+        if not token:
+            return names
+
+
+class Target(NamedTuple):
+    """One goal of the page's Targets table; ``why`` = (why it can miss, what to do next), shown when missed."""
+
+    name: str
+    wanted: str
+    measured: str
+    met: bool
+    why: tuple[str, str] | None = None
+
+
+def ms(value: float | None) -> str:
+    """Milliseconds for a table cell."""
+    return "-" if value is None else (f"{value:.2f}" if value < 100 else f"{value:,.0f}")
+
+
+def ratio(mine: float, theirs: float) -> str:
+    """``mine / theirs`` as ``0.42x``."""
+    return f"{mine / theirs:.2f}x" if theirs else "-"
+
+
+def kinds(counts: dict[str, float]) -> str:
+    """``GET 2, PUT 1`` of a by-kind request count."""
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(counts.items()) if v) or "none"
+
+
+def marked(name: str, markdown: str) -> str:
+    """A section between its markers, so that running it alone can replace it in the page.
+
+    :param name: the section's marker name.
+    :param markdown: the section.
+    """
+    return f"<!-- {name}:begin -->\n{markdown.strip()}\n<!-- {name}:end -->"
+
+
+def write_section(name: str, markdown: str, doc: Path = DOC) -> None:
+    """Replace the section between its markers in ``doc`` (appended when absent).
+
+    :param name: the section's marker name.
+    :param markdown: the section (without markers).
+    :param doc: the page.
+    """
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = doc.read_text() if doc.exists() else ""
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + marked(name, markdown) + text[text.index(end) + len(end) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + marked(name, markdown) + "\n"
+    doc.write_text(text)

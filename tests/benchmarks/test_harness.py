@@ -1,0 +1,125 @@
+"""The benchmark harness's own pieces: bulk-built catalogs, the scale section's reset and probe, the page's
+marker sections, the Spark goal's conditions and the rendered goals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance_namespace as ln
+import pyarrow as pa
+import pytest
+from lance.namespace import DirectoryNamespace as ReferenceNamespace
+
+from airflow_provider_lance.namespace import DirectoryNamespace
+from benchmarks import catalog, scale, spark
+from benchmarks.common import write_section
+from benchmarks.report import render
+from tests.conftest import tree_snapshot
+
+
+def test_table_rows_match_rows_built_one_by_one() -> None:
+    ids, locations = ["t0", "bench$t0"], ["t0.lance", "00000000_bench$t0"]
+    rows = [
+        {"object_id": i, "object_type": "table", "location": loc, "metadata": None, "base_objects": None}
+        for i, loc in zip(ids, locations, strict=True)
+    ]
+    assert catalog.table_rows(ids, locations).equals(pa.Table.from_pylist(rows, schema=catalog.SCHEMA))
+
+
+def test_both_engines_read_a_bulk_built_catalog(tmp_path: Path) -> None:
+    catalog.build(tmp_path, 30)
+    for namespace in (DirectoryNamespace(root=str(tmp_path)), ReferenceNamespace(root=str(tmp_path))):
+        assert len(namespace.list_tables(ln.ListTablesRequest(id=["bench"], limit=1000)).tables) == 30
+        assert namespace.describe_table(ln.DescribeTableRequest(id=["bench", "t29"])).location
+
+
+def test_reset_puts_a_catalog_back_as_built_after_both_engines_wrote(tmp_path: Path) -> None:
+    root, made = scale.prepared(tmp_path, 20)
+    assert not made["reused"]
+    built = tree_snapshot(root)
+    for make in (DirectoryNamespace, ReferenceNamespace):
+        namespace = make(root=str(root))
+        for i in range(3):
+            namespace.declare_table(ln.DeclareTableRequest(id=["bench", f"new{i}"]))
+        assert tree_snapshot(root) != built
+        scale.reset(root)
+        assert tree_snapshot(root) == built
+    assert scale.prepared(tmp_path, 20)[1]["reused"]
+
+
+def test_page_tokens_are_each_followed_by_a_full_page() -> None:
+    names = sorted(f"t{i}" for i in range(2500))
+    tokens = scale.page_tokens(2500, 50)
+    assert len(set(tokens)) > 1
+    assert all(names.index(token) + 1 + 1000 <= len(names) for token in tokens if token is not None)
+    assert scale.page_tokens(1000, 3) == [None, None, None]
+
+
+def test_probe_measures_each_engine_in_a_process_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scale, "REPS", 5)
+    root, _ = scale.prepared(tmp_path, 40)
+    for engine in scale.ENGINES:
+        measured = scale.probe(engine, root, 40)
+        assert "error" not in measured, measured
+        assert set(measured["operations"]) == set(scale.OPERATIONS)
+        assert all(value["p50"] > 0 for value in measured["operations"].values())
+        assert measured["rss_mb"]["after_200_describes"] > measured["rss_mb"]["imported"] > 0
+        listed = DirectoryNamespace(root=str(root)).list_tables(ln.ListTablesRequest(id=["bench"], limit=1000))
+        assert {f"new{i}" for i in range(5)} <= set(listed.tables)  # the probe's declares landed
+        scale.reset(root)
+
+
+def test_write_section_replaces_its_part_and_appends_when_absent(tmp_path: Path) -> None:
+    doc = tmp_path / "page.md"
+    doc.write_text("# Title\n\nbefore\n")
+    write_section("rest", "## REST\n\nfirst", doc)
+    write_section("page", "## Page\n\none", doc)
+    write_section("rest", "## REST\n\nsecond", doc)
+    text = doc.read_text()
+    assert text.startswith("# Title\n\nbefore\n")
+    assert "second" in text and "first" not in text
+    assert text.count("<!-- rest:begin -->") == 1 and text.index("## REST") < text.index("## Page")
+
+
+def test_spark_goal_covers_every_condition_measured() -> None:
+    idle = {"seconds": {"ours": [8.0, 9.0, 10.0], "parquet": [10.0, 10.0, 10.0], "transfer": [5.0]}}
+    assert spark.conditions(idle) == [("", 0.9)]
+    suffixed = {"seconds": {**idle["seconds"], "ours_busy": [12.0], "parquet_busy": [10.0]}}
+    assert spark.conditions(suffixed) == [("", 0.9), ("busy", 1.2)]
+    nested = {**idle, "second_core_busy": {"seconds": {"ours": [7.0], "parquet": [10.0]}}}
+    assert spark.conditions(nested) == [("", 0.9), ("second core busy", 0.7)]
+
+
+def test_scale_goals_are_rendered_with_whether_they_hold() -> None:
+    def measured(p50: float, growth: float) -> dict[str, object]:
+        return {
+            "open_ms": 10.0,
+            "rss_mb": {
+                "imported": 100.0,
+                "first_answer": 100 + growth,
+                "after_200_describes": 100 + growth,
+                "end": 100 + 2 * growth,
+            },
+            "operations": {op: {"p50": p50, "p95": p50, "n": 100} for op in scale.OPERATIONS},
+            "seconds": 1.0,
+        }
+
+    results = {
+        "scale": {
+            "sizes": [1000, 10000],
+            "reps": 100,
+            "seconds": 5.0,
+            "catalogs": {"1000": {"reused": False, "build_seconds": 1, "seconds": 2}},
+            "probes": {
+                "1000": {"ours": measured(1.0, 10), "reference": measured(2.0, 40)},
+                "10000": {"ours": measured(1.4, 10), "reference": measured(1.2, 40)},
+            },
+        }
+    }
+    page = render(results)
+    assert "| describe_table p50 at 10,000 tables: ÷ reference; ÷ ours at 1,000 | ≤ 1.0x; ≤ 1.5x | 1.17x; 1.40x" in page
+    assert "1.17x; 1.40x | **no** |" in page
+    assert "at 10,000 tables ÷ reference | ≤ 0.5x | 0.25x (10 / 40 MB" in page
+    assert "(10 / 40 MB; absolute 110 / 140 MB) | yes |" in page
+    assert "after every call (list pages and declares too) - after imports) at 10,000 tables" in page
+    assert "(20 / 80 MB; absolute 120 / 180 MB) | yes |" in page
