@@ -195,7 +195,8 @@ class InsertGroup:
             if request.answered:
                 continue
             ids = request.rows["object_id"].to_pylist()
-            duplicate = next((oid for oid in ids if oid in taken or index.position(oid) is not None), None)
+            present = index.positions(ids)
+            duplicate = next((oid for oid in ids if oid in taken or oid in present), None)
             if duplicate is not None:
                 request.answer(error=DuplicateObjectError(duplicate))
                 continue

@@ -163,10 +163,11 @@ class ManifestTable:
         snapshot = self._snapshot()
         return dict(snapshot.metadata) if snapshot is not None else {}
 
-    def _index(self) -> RowIndex | None:
-        """Every row of the operation's snapshot, indexed by object id (read once per version)."""
+    def _index(self, ordered: bool = False) -> RowIndex | None:
+        """Every row of the operation's snapshot, indexed by object id (read once per version); ``ordered``:
+        the caller walks ids in order."""
         snapshot = self._snapshot()
-        return snapshot.index() if snapshot is not None else None
+        return snapshot.index(ordered) if snapshot is not None else None
 
     def query(self, where: str | None = None) -> list[ManifestRow]:
         """Rows matching a Lance SQL filter (all rows without one)."""
@@ -198,7 +199,7 @@ class ManifestTable:
     def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
         """Names of the ``object_type`` rows one level below ``prefix``, in byte order, after ``after``
         (lazy: see ``RowIndex.child_names``)."""
-        index = self._index()
+        index = self._index(ordered=True)
         return index.child_names(prefix, object_type, after) if index is not None else iter(())
 
     def location_overlap(self, location: str) -> tuple[str, str] | None:

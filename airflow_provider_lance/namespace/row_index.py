@@ -2,25 +2,30 @@
 
 Every operation looks rows up by id (its own, its parent's), lists a namespace's children or checks new ids
 against the table. Over all rows at once (a hash map of every id, a filter of every row) that costs time and
-memory in proportion to the catalog: seconds and hundreds of megabytes at a million tables. So the rows are
-one Arrow table in two parts, and no Python object per row:
+memory in proportion to the catalog: seconds and hundreds of megabytes at a million tables. Here the rows stay
+the Arrow table they were read as (no copy, no Python object per row), in two parts:
 
-* the *base*: rows sorted by object id in UTF-8 byte order (the order names are listed in), in one chunk. An
-  id is a binary search over its offsets and bytes; a namespace's descendants are one contiguous range
-  (``<namespace>$`` up to ``<namespace>%``); a page of its children is a walk from the page token that jumps
-  over deeper subtrees and stops as soon as the page is full.
-* the *tail*: rows appended since the base was sorted (this process's commits, other writers' new fragments),
-  in arrival order, scanned vectorised. Past ``TAIL_ROWS`` the tail is sorted into the base: one sort per
-  ``TAIL_ROWS`` appended rows.
+* the *base*, indexed: its positions sorted by object id in UTF-8 byte order (the order names are listed in),
+  with the ids and types in that order. An id is a binary search over the sorted ids' offsets and bytes; a
+  namespace's descendants are one contiguous range (``<namespace>$`` up to ``<namespace>%``); a page of its
+  children walks the sorted ids from the page token, jumps over deeper subtrees and stops once the page is
+  full, without touching the rows.
+* the *tail*: rows appended since (this process's commits, other writers' new fragments), scanned vectorised.
+  Past ``TAIL_ROWS`` it is merged into the base (one pass over the base, no sort of it).
 
-Deletes filter the table, which keeps the base sorted. An index is never changed once built: a commit derives
-the next version's (:meth:`RowIndex.appended`, :meth:`RowIndex.filtered`), and threads still reading the
-previous version keep theirs.
+A table read whole starts as all tail: a process that asks for a few ids (a sensor's poke, a task's few
+calls) scans for them and never pays the sort; the base is sorted at the first listing or after ``SORT_AFTER``
+scans (``Snapshot.index`` decides). Deletes filter the table and renumber the base's positions.
+
+An index is never changed once built: a commit derives the next version's (:meth:`RowIndex.appended`,
+:meth:`RowIndex.filtered`) and threads still reading the previous version keep theirs. Memory beyond the rows
+themselves: 4 bytes of position, 1 of type and a copy of the object id per row.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -29,10 +34,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_lance.namespace.identifiers import DELIMITER
-from airflow_provider_lance.namespace.manifest_rows import TABLE
+from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION
 
-# The longest tail: its scans cost microseconds, and sorting it in costs one sort of the whole table.
+# The longest tail merged at once: its scans cost microseconds, a merge one pass over the base.
 TAIL_ROWS = 4096
+# Lookups that scan a long tail before the base is sorted: a sort costs about as much as a few dozen scans.
+SORT_AFTER = 8
 # Appends to the tail are combined into one chunk past this many (a scan pays per chunk).
 _TAIL_CHUNKS = 32
 # Ids a listing walk reads at a time, at first (doubled on each read, so a long page costs few reads).
@@ -40,18 +47,19 @@ _FIRST_WINDOW = 64
 _LAST_WINDOW = 4096
 # The byte after the delimiter: ``<id>$...`` sorts before ``<id>%``.
 _AFTER_DELIMITER = chr(ord(DELIMITER) + 1)
+# Object types as one byte in the base (any other type is null: never asked for by type).
+_TYPES = pa.array([NAMESPACE, TABLE, TABLE_VERSION], pa.string())
 
 
 class _SortedIds:
-    """The base's object ids as a sequence of bytes for :mod:`bisect`, read straight from the Arrow buffers.
+    """Sorted object ids as a sequence of bytes for :mod:`bisect`, read straight from the Arrow buffers.
 
     :param ids: a string array (one chunk), sorted.
     """
 
     def __init__(self, ids: pa.Array) -> None:
         self._length = len(ids)
-        offsets = memoryview(ids.buffers()[1])
-        self._offsets = offsets[ids.offset * 4 : (ids.offset + self._length + 1) * 4].cast("i")
+        self._offsets = _int32s(ids.buffers()[1], ids.offset, self._length + 1)
         data = ids.buffers()[2]
         self._data = memoryview(data) if data is not None else memoryview(b"")
 
@@ -63,87 +71,101 @@ class _SortedIds:
 
 
 class RowIndex:
-    """Every row of one version: ``table``, whose first ``indexed`` rows (the base) are sorted by object id.
+    """Every row of one version: ``table``, whose first ``indexed`` rows (the base) are indexed.
 
-    :param table: the rows, the base first (any chunks: it is combined into one).
+    :param table: the rows, the base first.
     :param indexed: how many rows the base holds.
+    :param order: the base's positions sorted by object id (int32).
+    :param ids: the base's object ids in that order (one chunk).
+    :param types: the base's type codes in that order (int8, see ``_TYPES``).
+    :param scans: scans of a long tail so far (carried to the next versions).
     """
 
-    def __init__(self, table: pa.Table, indexed: int) -> None:
-        base = table.slice(0, indexed)
-        if any(column.num_chunks != 1 for column in base.columns):
-            base = base.combine_chunks()
-            table = pa.concat_tables([base, table.slice(indexed)])
+    def __init__(
+        self, table: pa.Table, indexed: int, order: pa.Array, ids: pa.Array, types: pa.Array, scans: int = 0
+    ) -> None:
         self.table = table
         self.indexed = indexed
-        ids = base.column("object_id")
-        self._ids = _SortedIds(ids.chunk(0) if ids.num_chunks else pa.array([], pa.string()))
+        self.scans = scans
+        self._order, self._ids, self._types = order, ids, types
+        self._sorted = _SortedIds(ids)
+        self._positions = _int32s(order.buffers()[1], order.offset, len(order))
 
     @classmethod
     def of(cls, table: pa.Table) -> RowIndex:
-        """Index rows in any order: rows already sorted up to a short rest keep their order (a table our
-        compaction wrote, cached rows), anything else is sorted once."""
-        ids = table.column("object_id")
-        count = table.num_rows
-        first_drop = pc.index(pc.less(ids.slice(1), ids.slice(0, count - 1)), True).as_py() if count > 1 else -1
-        indexed = count if first_drop < 0 else first_drop + 1
-        if count - indexed > TAIL_ROWS:
-            order = pc.sort_indices(ids)
-            # column by column: at most one column is held twice while the table is reordered
-            table = pa.table([column.take(order) for column in table.columns], schema=table.schema)
-            indexed = count
-        return cls(table, indexed)
+        """Rows read whole: all tail until :meth:`merged` (no sort for a process that asks for few ids)."""
+        empty = pa.array([], pa.int32())
+        return cls(table, 0, empty, pa.array([], pa.string()), empty.cast(pa.int8()))
 
     @property
     def tail(self) -> pa.Table:
         return self.table.slice(self.indexed)
 
-    # -- lookups ----------------------------------------------------------------------------------------------
-    def position(self, object_id: str) -> int | None:
-        """The row of ``object_id``, or None."""
-        key = object_id.encode()
-        at = bisect_left(self._ids, key)
-        if at < len(self._ids) and self._ids[at] == key:
-            return at
-        if self.table.num_rows > self.indexed:
-            found = pc.index(self.tail.column("object_id"), object_id).as_py()
-            if found >= 0:
-                return self.indexed + found
-        return None
+    @property
+    def unsorted(self) -> bool:
+        """The tail is too long to scan on every lookup: the next :meth:`merged` pays off."""
+        return self.table.num_rows - self.indexed > TAIL_ROWS
 
-    def rows(self, object_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """The rows (as Arrow's Python dicts) of the ids that exist."""
-        found = {}
+    # -- lookups ----------------------------------------------------------------------------------------------
+    def positions(self, object_ids: Iterable[str]) -> dict[str, int]:
+        """The row of each id that exists: a binary search in the base, one scan of the tail for the rest."""
+        found, missing = {}, []
         for object_id in object_ids:
-            position = self.position(object_id)
-            if position is not None:
-                found[object_id] = self.table.slice(position, 1).to_pylist()[0]
+            key = object_id.encode()
+            at = bisect_left(self._sorted, key)
+            if at < len(self._sorted) and self._sorted[at] == key:
+                found[object_id] = self._positions[at]
+            else:
+                missing.append(object_id)
+        if missing and self.table.num_rows > self.indexed:
+            if self.unsorted:
+                self.scans += 1
+            tail = self.tail.column("object_id")
+            hits = pc.indices_nonzero(pc.is_in(tail, value_set=pa.array(missing, pa.string())))
+            for position in hits.to_pylist():
+                found[tail[position].as_py()] = self.indexed + position
         return found
 
+    def rows(self, object_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The rows (as Arrow's Python dicts) of the ids that exist, in the order asked."""
+        wanted = list(dict.fromkeys(object_ids))
+        found = self.positions(wanted)
+        return {oid: self.table.slice(found[oid], 1).to_pylist()[0] for oid in wanted if oid in found}
+
     def _range(self, prefix: str) -> tuple[int, int]:
-        """The base rows whose id starts with ``prefix``."""
+        """The sorted base positions whose id starts with ``prefix``."""
         if not prefix:
             return 0, self.indexed
         key = prefix.encode()
-        start = bisect_left(self._ids, key)
+        start = bisect_left(self._sorted, key)
         # the first key past every id that starts with ``key``: its last byte plus one (UTF-8 never ends a
         # character with 0xff, so no carry)
-        return start, bisect_left(self._ids, key[:-1] + bytes([key[-1] + 1]), start)
+        return start, bisect_left(self._sorted, key[:-1] + bytes([key[-1] + 1]), start)
 
-    def _tail_descendants(self, prefix: str) -> pa.Table:
+    def _tail_descendants(self, prefix: str, object_type: str | None) -> pa.Table:
         tail = self.tail
-        return tail.filter(pc.starts_with(tail["object_id"], prefix)) if prefix and tail.num_rows else tail
+        if not tail.num_rows:
+            return tail
+        if self.unsorted:
+            self.scans += 1
+        mask = pc.starts_with(tail["object_id"], prefix) if prefix else None
+        if object_type:
+            typed = pc.equal(tail["object_type"], object_type)
+            mask = typed if mask is None else pc.and_(mask, typed)
+        return tail if mask is None else tail.filter(mask)
 
     def descendants(self, prefix: str, object_type: str | None = None) -> pa.Table:
         """The rows whose object id starts with ``prefix`` (of ``object_type`` if given): the base's in id
         order, then the tail's."""
         start, stop = self._range(prefix)
-        table = pa.concat_tables([self.table.slice(start, stop - start), self._tail_descendants(prefix)])
-        return table.filter(pc.equal(table["object_type"], object_type)) if object_type else table
+        order = self._order.slice(start, stop - start)
+        if object_type:
+            order = order.filter(pc.equal(self._types.slice(start, stop - start), _code(object_type)))
+        return pa.concat_tables([_gather(self.table, order), self._tail_descendants(prefix, object_type)])
 
     def has_descendants(self, prefix: str) -> bool:
         start, stop = self._range(prefix)
-        return stop > start or self._tail_descendants(prefix).num_rows > 0
+        return stop > start or self._tail_descendants(prefix, None).num_rows > 0
 
     def children(self, parent: str, object_type: str) -> list[dict[str, Any]]:
         """The rows of ``object_type`` one level below the object ``parent`` (``<parent>$<name>``)."""
@@ -158,32 +180,29 @@ class RowIndex:
         """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the
         name without the delimiter), in UTF-8 byte order, those after ``after`` only. Lazy: a page reads
         only as far as it needs."""
-        tail = self._tail_descendants(prefix)
-        tail = tail.filter(pc.equal(tail["object_type"], object_type))
         after_key = after.encode() if after else b""
-        names = (oid[len(prefix) :] for oid in tail["object_id"].to_pylist())
-        direct = [name for name in names if name and DELIMITER not in name and name.encode() > after_key]
-        extra = sorted(direct, key=str.encode)
-        walk = self._base_child_names(prefix, object_type, after)
+        tail = self._tail_descendants(prefix, object_type)["object_id"].to_pylist()
+        names = [name for oid in tail if (name := oid[len(prefix) :]) and DELIMITER not in name]
+        extra = sorted((name for name in names if name.encode() > after_key), key=str.encode)
+        walk = self._base_child_names(prefix, _code(object_type), after)
         return heapq.merge(walk, extra, key=str.encode) if extra else walk
 
-    def _base_child_names(self, prefix: str, object_type: str, after: str | None) -> Iterator[str]:
+    def _base_child_names(self, prefix: str, code: int, after: str | None) -> Iterator[str]:
         start, stop = self._range(prefix)
         if after:
-            start = bisect_right(self._ids, (prefix + after).encode(), start, stop)
+            start = bisect_right(self._sorted, (prefix + after).encode(), start, stop)
         window = _FIRST_WINDOW
         while start < stop:
-            rows = self.table.slice(start, min(window, stop - start))
-            names = pc.utf8_slice_codeunits(rows["object_id"], len(prefix))
+            count = min(window, stop - start)
+            names = pc.utf8_slice_codeunits(self._ids.slice(start, count), len(prefix))
+            types = self._types.slice(start, count)
             deeper = pc.index(pc.match_substring(names, DELIMITER), True).as_py()
+            end = start + count
             if deeper >= 0:  # a descendant below a child: read up to it, then jump over that child's subtree
-                child = self._ids[start + deeper].decode()[len(prefix) :].split(DELIMITER, 1)[0]
-                rows, names = rows.slice(0, deeper), names.slice(0, deeper)
-                end = bisect_left(self._ids, (prefix + child + _AFTER_DELIMITER).encode(), start + deeper, stop)
-            else:
-                end = start + rows.num_rows
-            wanted = pc.and_(pc.equal(rows["object_type"], object_type), pc.not_equal(names, ""))
-            yield from names.filter(wanted).to_pylist()
+                child = self._sorted[start + deeper].decode()[len(prefix) :].split(DELIMITER, 1)[0]
+                names, types = names.slice(0, deeper), types.slice(0, deeper)
+                end = bisect_left(self._sorted, (prefix + child + _AFTER_DELIMITER).encode(), start + deeper, stop)
+            yield from names.filter(pc.and_(pc.equal(types, code), pc.not_equal(names, ""))).to_pylist()
             start, window = end, min(window * 2, _LAST_WINDOW)
 
     # -- locations ----------------------------------------------------------------------------------------
@@ -206,14 +225,84 @@ class RowIndex:
             return self
         rows = rows.select(self.table.column_names).cast(self.table.schema)
         tail = pa.concat_tables([self.tail, rows])
-        if tail.num_rows > TAIL_ROWS:
-            return RowIndex.of(pa.concat_tables([self.table, rows]))
         if tail.column(0).num_chunks > _TAIL_CHUNKS:
             tail = tail.combine_chunks()
-        return RowIndex(pa.concat_tables([self.table.slice(0, self.indexed), tail]), self.indexed)
+        table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
+        index = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans)
+        # a short tail grown long is merged now; a long one (never sorted yet) waits for Snapshot.index
+        return index.merged() if index.unsorted and not self.unsorted else index
+
+    def merged(self) -> RowIndex:
+        """The same rows with the tail merged into the base: the tail sorted, then one pass over the base."""
+        tail = self.tail
+        if not tail.num_rows:
+            return self
+        tail_ids = tail.column("object_id").combine_chunks()
+        order = pc.sort_indices(tail_ids)
+        ids = tail_ids.take(order)
+        positions = pc.add(order.cast(pa.int32()), pa.scalar(self.indexed, pa.int32()))
+        types = _codes(tail.column("object_type").combine_chunks().take(order))
+        if self.indexed:  # interleave: base up to each tail id's place, the tail id, ...
+            places = pc.search_sorted(self._ids, ids).to_pylist()
+            bounds = [0, *places, self.indexed]
+            parts = [(self._order, self._ids, self._types), (positions, ids, types)]
+            pieces: list[list[pa.Array]] = [[], [], []]
+            for number in range(len(places) + 1):
+                for column, base in enumerate(parts[0]):
+                    pieces[column].append(base.slice(bounds[number], bounds[number + 1] - bounds[number]))
+                if number < len(places):
+                    for column, added in enumerate(parts[1]):
+                        pieces[column].append(added.slice(number, 1))
+            positions, ids, types = (pa.concat_arrays(column) for column in pieces)
+        # the tail's appends as one chunk: every merge adds one chunk to the table, not one per append
+        table = pa.concat_tables([self.table.slice(0, self.indexed), tail.combine_chunks()])
+        return RowIndex(table, table.num_rows, positions, ids, types)
 
     def filtered(self, keep: Any) -> RowIndex:
-        """The rows where the mask ``keep`` (over :attr:`table`) is true; the base stays sorted."""
+        """The rows where the mask ``keep`` (over :attr:`table`) is true, the base's positions renumbered."""
         keep = pc.fill_null(keep, False)
-        indexed = pc.sum(keep.slice(0, self.indexed)).as_py() or 0
-        return RowIndex(self.table.filter(keep), indexed)
+        if isinstance(keep, pa.ChunkedArray):
+            keep = keep.combine_chunks()
+        base_keep = keep.slice(0, self.indexed)
+        # the new position of a kept row: how many kept rows precede it
+        renumbered = pc.subtract(pc.cumulative_sum(base_keep.cast(pa.int32())), pa.scalar(1, pa.int32()))
+        kept = base_keep.take(self._order)
+        order = renumbered.take(self._order.filter(kept))
+        ids, types = self._ids.filter(kept), self._types.filter(kept)
+        return RowIndex(self.table.filter(keep), len(order), order, ids, types, self.scans)
+
+
+def _code(object_type: str) -> int:
+    """The base's one-byte code of a type (-1, which no row has, for a type this engine never writes)."""
+    return int(_TYPES.index(object_type).as_py())
+
+
+def _codes(types: pa.Array) -> pa.Array:
+    return pc.index_in(types, value_set=_TYPES).cast(pa.int8())
+
+
+def _int32s(buffer: pa.Buffer | None, offset: int, length: int) -> memoryview:
+    """``length`` int32 values of an Arrow buffer from ``offset`` on, read without copying."""
+    if buffer is None:
+        return memoryview(b"").cast("i")
+    return memoryview(buffer)[offset * 4 : (offset + length) * 4].cast("i")
+
+
+def _gather(table: pa.Table, positions: pa.Array) -> pa.Table:
+    """``table.take(positions)`` without concatenating a chunked table first (Arrow's take does: a copy of
+    every row to gather a few): each record batch gives its rows, which are then put in the order asked."""
+    batches = table.to_batches()
+    if len(batches) <= 1 or not len(positions):
+        return table.take(positions)
+    order = pc.sort_indices(positions)
+    ascending = positions.take(order)
+    stops = list(itertools.accumulate(batch.num_rows for batch in batches))
+    ends = pc.search_sorted(ascending, pa.array(stops, ascending.type)).to_pylist()
+    parts, at = [], 0
+    for batch, stop, end in zip(batches, stops, ends, strict=True):
+        if end > at:
+            start = pa.scalar(stop - batch.num_rows, ascending.type)
+            parts.append(batch.take(pc.subtract(ascending.slice(at, end - at), start)))
+        at = end
+    gathered = pa.Table.from_batches(parts, schema=table.schema).combine_chunks()
+    return gathered.take(pc.sort_indices(order))

@@ -37,7 +37,7 @@ from airflow_provider_lance.namespace.identifiers import (
     parse_manifest_name,
     versions_dir,
 )
-from airflow_provider_lance.namespace.row_index import RowIndex
+from airflow_provider_lance.namespace.row_index import SORT_AFTER, RowIndex
 from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.shared_call import SharedCall
 from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
@@ -93,15 +93,17 @@ class Snapshot:
         """Every row (read once per version)."""
         return self.index().table
 
-    def index(self) -> RowIndex:
-        """Every row indexed by object id (row_index.py), read and indexed once per version."""
+    def index(self, ordered: bool = False) -> RowIndex:
+        """Every row indexed by object id (row_index.py), read once per version. Rows read whole are sorted
+        once they have been scanned ``SORT_AFTER`` times, or now when the caller walks ids in order
+        (``ordered``: a listing)."""
         index = self.row_index
-        if index is None:
+        if index is None or (index.unsorted and (ordered or index.scans >= SORT_AFTER)):
             with self._rows_lock:
-                if self.row_index is None:
-                    self.set_index(self._read())
-                index = self.row_index
-        assert index is not None
+                index = self._read() if self.row_index is None else self.row_index
+                if index.unsorted and (ordered or index.scans >= SORT_AFTER):
+                    index = index.merged()
+                self.set_index(index)
         return index
 
     def set_index(self, index: RowIndex) -> None:
