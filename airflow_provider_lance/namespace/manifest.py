@@ -210,10 +210,8 @@ class ManifestTable:
     def children_of(self, parents: Iterable[str], object_type: str) -> dict[str, list[ManifestRow]]:
         """For each parent id, its rows of ``object_type`` one level below (``<parent>$<name>``)."""
         index = self._index()
-        return {
-            parent: [ManifestRow.from_arrow(row) for row in index.children(parent, object_type)] if index else []
-            for parent in dict.fromkeys(parents)
-        }
+        found = index.children_of(parents, object_type) if index is not None else {parent: [] for parent in parents}
+        return {parent: [ManifestRow.from_arrow(row) for row in rows] for parent, rows in found.items()}
 
     def child_ids(self, prefix: str, object_type: str | None = None) -> list[str]:
         """The object ids of :meth:`children` (no row objects: cheap for long listings)."""

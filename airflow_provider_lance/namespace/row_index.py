@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -154,27 +155,43 @@ class RowIndex:
             mask = typed if mask is None else pc.and_(mask, typed)
         return tail if mask is None else tail.filter(mask)
 
-    def descendants(self, prefix: str, object_type: str | None = None) -> pa.Table:
-        """The rows whose object id starts with ``prefix`` (of ``object_type`` if given): the base's in id
-        order, then the tail's."""
+    def _base_descendants(self, prefix: str, object_type: str | None) -> pa.Table:
         start, stop = self._range(prefix)
         order = self._order.slice(start, stop - start)
         if object_type:
             order = order.filter(pc.equal(self._types.slice(start, stop - start), _code(object_type)))
-        return pa.concat_tables([_gather(self.table, order), self._tail_descendants(prefix, object_type)])
+        return _gather(self.table, order)
+
+    def descendants(self, prefix: str, object_type: str | None = None) -> pa.Table:
+        """The rows whose object id starts with ``prefix`` (of ``object_type`` if given): the base's in id
+        order, then the tail's."""
+        return pa.concat_tables(
+            [self._base_descendants(prefix, object_type), self._tail_descendants(prefix, object_type)]
+        )
 
     def has_descendants(self, prefix: str) -> bool:
         start, stop = self._range(prefix)
         return stop > start or self._tail_descendants(prefix, None).num_rows > 0
 
-    def children(self, parent: str, object_type: str) -> list[dict[str, Any]]:
-        """The rows of ``object_type`` one level below the object ``parent`` (``<parent>$<name>``)."""
-        prefix = parent + DELIMITER
-        return [
-            row
-            for row in self.descendants(prefix, object_type).to_pylist()
-            if DELIMITER not in row["object_id"][len(prefix) :]
-        ]
+    def children_of(self, parents: Iterable[str], object_type: str) -> dict[str, list[dict[str, Any]]]:
+        """For each parent object id, the rows of ``object_type`` one level below it (``<parent>$<name>``):
+        one range of the base per parent, one pass over the tail for all of them."""
+        found: dict[str, list[dict[str, Any]]] = {parent: [] for parent in parents}
+        for parent, rows in found.items():
+            prefix = parent + DELIMITER
+            below = self._base_descendants(prefix, object_type).to_pylist()
+            rows.extend(row for row in below if DELIMITER not in row["object_id"][len(prefix) :])
+        tail = self._tail_descendants("", object_type)
+        if found and tail.num_rows:
+            last = re.escape(DELIMITER)
+            parent_ids = pc.replace_substring_regex(tail["object_id"], pattern=f"{last}[^{last}]*$", replacement="")
+            mask = pc.and_(
+                pc.is_in(parent_ids, value_set=pa.array(list(found), pa.string())),
+                pc.not_equal(parent_ids, tail["object_id"]),  # an id without the delimiter has no parent
+            )
+            for parent, row in zip(parent_ids.filter(mask).to_pylist(), tail.filter(mask).to_pylist(), strict=True):
+                found[parent].append(row)
+        return found
 
     def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
         """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the
@@ -237,11 +254,10 @@ class RowIndex:
         tail = self.tail
         if not tail.num_rows:
             return self
-        tail_ids = tail.column("object_id").combine_chunks()
-        order = pc.sort_indices(tail_ids)
-        ids = tail_ids.take(order)
+        order = pc.sort_indices(tail.column("object_id"))
+        ids = _one_chunk(tail.column("object_id").take(order))
         positions = pc.add(order.cast(pa.int32()), pa.scalar(self.indexed, pa.int32()))
-        types = _codes(tail.column("object_type").combine_chunks().take(order))
+        types = _one_chunk(_codes(tail.column("object_type")).take(order))  # one byte per row, taken
         if self.indexed:  # interleave: base up to each tail id's place, the tail id, ...
             places = pc.search_sorted(self._ids, ids).to_pylist()
             bounds = [0, *places, self.indexed]
@@ -254,8 +270,9 @@ class RowIndex:
                     for column, added in enumerate(parts[1]):
                         pieces[column].append(added.slice(number, 1))
             positions, ids, types = (pa.concat_arrays(column) for column in pieces)
-        # the tail's appends as one chunk: every merge adds one chunk to the table, not one per append
-        table = pa.concat_tables([self.table.slice(0, self.indexed), tail.combine_chunks()])
+        if not self.unsorted:  # appends as one chunk: a merge adds one chunk to the table, not one per append
+            tail = tail.combine_chunks()
+        table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
         return RowIndex(table, table.num_rows, positions, ids, types)
 
     def filtered(self, keep: Any) -> RowIndex:
@@ -269,7 +286,7 @@ class RowIndex:
         kept = base_keep.take(self._order)
         order = renumbered.take(self._order.filter(kept))
         ids, types = self._ids.filter(kept), self._types.filter(kept)
-        return RowIndex(self.table.filter(keep), len(order), order, ids, types, self.scans)
+        return RowIndex(_filter(self.table, keep), len(order), order, ids, types, self.scans)
 
 
 def _code(object_type: str) -> int:
@@ -277,8 +294,13 @@ def _code(object_type: str) -> int:
     return int(_TYPES.index(object_type).as_py())
 
 
-def _codes(types: pa.Array) -> pa.Array:
+def _codes(types: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     return pc.index_in(types, value_set=_TYPES).cast(pa.int8())
+
+
+def _one_chunk(array: pa.ChunkedArray) -> pa.Array:
+    """The array of a chunked array (no copy when it has one chunk: ``combine_chunks`` copies even then)."""
+    return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
 
 
 def _int32s(buffer: pa.Buffer | None, offset: int, length: int) -> memoryview:
@@ -286,6 +308,18 @@ def _int32s(buffer: pa.Buffer | None, offset: int, length: int) -> memoryview:
     if buffer is None:
         return memoryview(b"").cast("i")
     return memoryview(buffer)[offset * 4 : (offset + length) * 4].cast("i")
+
+
+def _filter(table: pa.Table, keep: pa.Array) -> pa.Table:
+    """``table.filter(keep)``, copying only the record batches that lose rows (a delete of one row copies one
+    batch, not every row)."""
+    batches, start = [], 0
+    for batch in table.to_batches():
+        kept = keep.slice(start, batch.num_rows).true_count
+        if kept:
+            batches.append(batch if kept == batch.num_rows else batch.filter(keep.slice(start, batch.num_rows)))
+        start += batch.num_rows
+    return pa.Table.from_batches(batches, schema=table.schema)
 
 
 def _gather(table: pa.Table, positions: pa.Array) -> pa.Table:

@@ -103,6 +103,7 @@ class Snapshot:
                 index = self._read() if self.row_index is None else self.row_index
                 if index.unsorted and (ordered or index.scans >= SORT_AFTER):
                     index = index.merged()
+                    pa.default_memory_pool().release_unused()  # the sort's scratch space: as large as the ids
                 self.set_index(index)
         return index
 

@@ -90,7 +90,8 @@ def check(index: RowIndex, model: dict[str, dict[str, Any]], rng: random.Random)
             and row["object_type"] == TABLE_VERSION
             and "$" not in oid[len(parent) + 1 :]
         )
-        assert sorted(row["object_id"] for row in index.children(parent, TABLE_VERSION)) == expected_children
+        found_children = index.children_of([parent, "a"], TABLE_VERSION)[parent]
+        assert sorted(row["object_id"] for row in found_children) == expected_children
     for oid in asked:
         location = f"loc/{oid.replace('$', '/')}"
         overlapping = [
