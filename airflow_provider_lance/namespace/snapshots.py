@@ -47,6 +47,9 @@ REVALIDATE_AFTER_SECONDS = 120.0
 # A directory mtime is trusted as a "nothing changed" stamp only once it is this old: file system timestamps
 # have a coarse resolution, so a change within the same tick could leave the same mtime.
 _SETTLED_NANOS = 2_000_000_000
+# Rows per batch of a full read: few chunks, so that deriving the next version's rows stays cheap (every derived
+# table lists every chunk), and no slower to read than Lance's default (8,192).
+_SCAN_BATCH_ROWS = 1 << 17
 # Every column of ``__manifest``: the cached rows are a whole version, which a compaction writes back as is.
 COLUMNS = ["object_id", "object_type", "location", "metadata", "base_objects"]
 
@@ -127,7 +130,7 @@ class Snapshot:
             if added:
                 index = index.appended(self.dataset.scanner(columns=COLUMNS, fragments=added).to_table())
         else:
-            index = RowIndex.of(self.dataset.to_table(columns=COLUMNS))
+            index = RowIndex.of(self.dataset.to_table(columns=COLUMNS, batch_size=_SCAN_BATCH_ROWS))
         self.fragments = keys
         return index
 
