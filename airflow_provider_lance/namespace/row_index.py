@@ -39,6 +39,8 @@ from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TAB
 
 # The longest tail merged at once: its scans cost microseconds, a merge one pass over the base.
 TAIL_ROWS = 4096
+# Rows read whole are sorted at once up to this many (a few milliseconds); more wait for a listing or lookups.
+SORT_AT_ONCE = 1 << 16
 # Lookups that scan a long tail before the base is sorted: a sort costs about as much as a few dozen scans.
 SORT_AFTER = 8
 # Appends to the tail are combined into one chunk past this many (a scan pays per chunk).
@@ -80,10 +82,18 @@ class RowIndex:
     :param ids: the base's object ids in that order (one chunk).
     :param types: the base's type codes in that order (int8, see ``_TYPES``).
     :param scans: scans of a long tail so far (carried to the next versions).
+    :param tail_positions: a short tail's ids and rows, when the caller has them (built otherwise).
     """
 
     def __init__(
-        self, table: pa.Table, indexed: int, order: pa.Array, ids: pa.Array, types: pa.Array, scans: int = 0
+        self,
+        table: pa.Table,
+        indexed: int,
+        order: pa.Array,
+        ids: pa.Array,
+        types: pa.Array,
+        scans: int = 0,
+        tail_positions: dict[str, int] | None = None,
     ) -> None:
         self.table = table
         self.indexed = indexed
@@ -91,10 +101,17 @@ class RowIndex:
         self._order, self._ids, self._types = order, ids, types
         self._sorted = _SortedIds(ids)
         self._positions = _int32s(order.buffers()[1], order.offset, len(order))
+        if tail_positions is None and not self.unsorted:
+            tail_positions = {oid: indexed + at for at, oid in enumerate(self.tail.column("object_id").to_pylist())}
+        # a short tail's ids: dictionary hits (a long one, never sorted yet, is scanned)
+        self._tail_positions = tail_positions
 
     @classmethod
     def of(cls, table: pa.Table) -> RowIndex:
-        """Rows read whole: all tail until :meth:`merged` (no sort for a process that asks for few ids)."""
+        """Rows read whole: sorted now when that is cheap, else all tail until :meth:`merged` (no sort for a
+        process that asks for a few ids)."""
+        if table.num_rows <= SORT_AT_ONCE:
+            return cls(table, table.num_rows, *_sorted(table, 0))
         empty = pa.array([], pa.int32())
         return cls(table, 0, empty, pa.array([], pa.string()), empty.cast(pa.int8()))
 
@@ -118,9 +135,10 @@ class RowIndex:
                 found[object_id] = self._positions[at]
             else:
                 missing.append(object_id)
-        if missing and self.table.num_rows > self.indexed:
-            if self.unsorted:
-                self.scans += 1
+        if missing and self._tail_positions is not None:
+            found.update((oid, self._tail_positions[oid]) for oid in missing if oid in self._tail_positions)
+        elif missing:
+            self.scans += 1
             tail = self.tail.column("object_id")
             hits = pc.indices_nonzero(pc.is_in(tail, value_set=pa.array(missing, pa.string())))
             for position in hits.to_pylist():
@@ -245,7 +263,11 @@ class RowIndex:
         if tail.column(0).num_chunks > _TAIL_CHUNKS:
             tail = tail.combine_chunks()
         table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
-        index = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans)
+        positions = None
+        if self._tail_positions is not None and tail.num_rows <= TAIL_ROWS:  # a copy of at most TAIL_ROWS ids
+            added = rows.column("object_id").to_pylist()
+            positions = {**self._tail_positions, **{oid: self.table.num_rows + at for at, oid in enumerate(added)}}
+        index = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans, positions)
         # a short tail grown long is merged now; a long one (never sorted yet) waits for Snapshot.index
         return index.merged() if index.unsorted and not self.unsorted else index
 
@@ -254,10 +276,7 @@ class RowIndex:
         tail = self.tail
         if not tail.num_rows:
             return self
-        order = pc.sort_indices(tail.column("object_id"))
-        ids = _one_chunk(tail.column("object_id").take(order))
-        positions = pc.add(order.cast(pa.int32()), pa.scalar(self.indexed, pa.int32()))
-        types = _one_chunk(_codes(tail.column("object_type")).take(order))  # one byte per row, taken
+        positions, ids, types = _sorted(tail, self.indexed)
         if self.indexed:  # interleave: base up to each tail id's place, the tail id, ...
             places = pc.search_sorted(self._ids, ids).to_pylist()
             bounds = [0, *places, self.indexed]
@@ -292,6 +311,14 @@ class RowIndex:
 def _code(object_type: str) -> int:
     """The base's one-byte code of a type (-1, which no row has, for a type this engine never writes)."""
     return int(_TYPES.index(object_type).as_py())
+
+
+def _sorted(rows: pa.Table, first: int) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """The positions (counted from ``first``), object ids and type codes of ``rows`` in object id order."""
+    order = pc.sort_indices(rows.column("object_id"))
+    positions = pc.add(order.cast(pa.int32()), pa.scalar(first, pa.int32()))
+    ids = _one_chunk(rows.column("object_id").take(order))
+    return positions, ids, _one_chunk(_codes(rows.column("object_type")).take(order))  # types: one byte each
 
 
 def _codes(types: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

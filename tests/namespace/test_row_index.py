@@ -113,6 +113,7 @@ def check(index: RowIndex, model: dict[str, dict[str, Any]], rng: random.Random)
 @pytest.mark.parametrize("seed", range(12))
 def test_random_catalogs_answer_like_a_dict(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     monkeypatch.setattr(row_index, "TAIL_ROWS", 8)  # merges happen every few steps
+    monkeypatch.setattr(row_index, "SORT_AT_ONCE", 0 if seed % 2 else 10**9)  # read whole: scanned, or sorted
     rng = random.Random(seed)
     taken: set[str] = set()
     rows = random_rows(rng, rng.randrange(0, 60), taken)
@@ -138,9 +139,10 @@ def test_random_catalogs_answer_like_a_dict(monkeypatch: pytest.MonkeyPatch, see
         check(index, model, rng)
 
 
-def test_a_table_read_whole_is_scanned_until_sorted() -> None:
-    """Lookups of rows read whole scan them (no sort for a process that asks a few ids); a listing or
+def test_a_table_read_whole_is_scanned_until_sorted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lookups of large rows read whole scan them (no sort for a process that asks a few ids); a listing or
     ``SORT_AFTER`` scans sort them, and the sorted index answers the same."""
+    monkeypatch.setattr(row_index, "SORT_AT_ONCE", 100)
     rng = random.Random(7)
     rows = random_rows(rng, row_index.TAIL_ROWS + 50, set())
     snapshot = Snapshot(1, {}, None, rows=chunked(rows, rng))
@@ -235,8 +237,9 @@ def test_threads_read_one_index_while_others_derive_the_next() -> None:
     assert sorted(shared.table["object_id"].to_pylist()) == sorted(model)
 
 
-def test_threads_share_one_sort_of_a_snapshot() -> None:
+def test_threads_share_one_sort_of_a_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
     """Threads that ask a snapshot read whole for a listing at the same time get one sorted index."""
+    monkeypatch.setattr(row_index, "SORT_AT_ONCE", 100)
     rng = random.Random(5)
     rows = random_rows(rng, row_index.TAIL_ROWS + 100, set())
     snapshot = Snapshot(1, {}, None, rows=chunked(rows, rng))
