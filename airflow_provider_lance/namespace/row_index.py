@@ -149,7 +149,9 @@ class RowIndex:
         """The rows (as Arrow's Python dicts) of the ids that exist, in the order asked."""
         wanted = list(dict.fromkeys(object_ids))
         found = self.positions(wanted)
-        return {oid: self.table.slice(found[oid], 1).to_pylist()[0] for oid in wanted if oid in found}
+        columns = list(zip(self.table.column_names, self.table.columns, strict=True))
+        # a value per column: faster than a one-row slice of the table
+        return {oid: {name: column[found[oid]].as_py() for name, column in columns} for oid in wanted if oid in found}
 
     def _range(self, prefix: str) -> tuple[int, int]:
         """The sorted base positions whose id starts with ``prefix``."""
