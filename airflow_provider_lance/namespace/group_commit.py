@@ -31,7 +31,8 @@ from lance.fragment import FragmentMetadata
 from airflow_provider_lance.namespace import fragments
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.manifest_rows import sql_string
-from airflow_provider_lance.namespace.snapshots import Snapshot, append_rows
+from airflow_provider_lance.namespace.row_index import RowIndex
+from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import Storage
 
 # How long a queued request waits for a leader to take it before it commits alone: a pylance callback into the
@@ -169,7 +170,6 @@ class InsertGroup:
     group: list[Request]
     storage: Storage
     storage_options: dict[str, str] | None
-    appended: list[str] = field(default_factory=list)  # the ids the commit appends, in order
     seen: Snapshot | None = None  # the version the last attempt validated against
     _written: _Written = field(default_factory=_Written)
 
@@ -182,7 +182,6 @@ class InsertGroup:
         data = pa.concat_tables([request.rows for request in accepted])
         self._written.fragments.extend(fragments.write_rows(dataset, data, self.storage_options))
         self._written.requests = accepted
-        self.appended[:] = data["object_id"].to_pylist()
 
     def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
         """One commit attempt on top of ``snapshot``."""
@@ -190,13 +189,14 @@ class InsertGroup:
         written = self._written
         if written.fragments and fragments.holds(dataset, written.fragments):
             return dataset, None  # the append landed though its commit reported a conflict
-        _, positions = snapshot.index()
+        index = snapshot.index()
         accepted, taken = [], set()
         for request in self.group:
             if request.answered:
                 continue
             ids = request.rows["object_id"].to_pylist()
-            duplicate = next((oid for oid in ids if oid in positions or oid in taken), None)
+            present = index.positions(ids)
+            duplicate = next((oid for oid in ids if oid in taken or oid in present), None)
             if duplicate is not None:
                 request.answer(error=DuplicateObjectError(duplicate))
                 continue
@@ -210,9 +210,9 @@ class InsertGroup:
             self._write(accepted, dataset)
         return fragments.commit_append(dataset, written.fragments, self.storage_options), None
 
-    def change(self, table: pa.Table) -> pa.Table:
+    def change(self, index: RowIndex) -> RowIndex:
         """The cached rows after the commit: the accepted requests' rows appended."""
-        return append_rows(table, pa.concat_tables([request.rows for request in self._written.requests]))
+        return index.appended(pa.concat_tables([request.rows for request in self._written.requests]))
 
     def abandon(self) -> None:
         """The group did not commit: its data file is deleted."""
@@ -245,10 +245,10 @@ class UpsertGroup:
         builder.conflict_retries(self.conflict_retries).execute(self.rows())
         return dataset, None
 
-    def change(self, table: pa.Table) -> pa.Table:
+    def change(self, index: RowIndex) -> RowIndex:
         """The cached rows after the commit."""
         data = self.rows()
-        return append_rows(table.filter(pc.invert(pc.is_in(table["object_id"], data["object_id"]))), data)
+        return index.filtered(pc.invert(pc.is_in(index.table["object_id"], data["object_id"]))).appended(data)
 
 
 @dataclass
@@ -292,13 +292,13 @@ class DeleteGroup:
             request.answer(len(ids))
         return dataset, None
 
-    def change(self, table: pa.Table) -> pa.Table:
+    def change(self, index: RowIndex) -> RowIndex:
         """The cached rows after the commit."""
         keep: Any = None
         for request in self.group:
-            kept = pc.invert(pc.fill_null(request.removed(table), False))
+            kept = pc.invert(pc.fill_null(request.removed(index.table), False))
             keep = kept if keep is None else pc.and_(keep, kept)
-        return table.filter(keep)
+        return index.filtered(keep)
 
 
 def commit_group(
@@ -318,7 +318,7 @@ def commit_group(
         try:
             if dataset is not None:
                 inserts.prepare(dataset)
-            commit(inserts.write, inserts.change, appended=inserts.appended)
+            commit(inserts.write, inserts.change)
         except BaseException as error:
             inserts.abandon()
             if not isinstance(error, NothingToCommit):

@@ -4,10 +4,11 @@ function of names is here, testable on its own."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import secrets
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from lance_namespace import InvalidInputError
 
@@ -76,15 +77,6 @@ def child_prefix(namespace_parts: Sequence[str]) -> str:
     return object_id(namespace_parts) + DELIMITER if namespace_parts else ""
 
 
-def direct_child_name(oid: str, namespace_parts: Sequence[str]) -> str | None:
-    """The child's name if ``oid`` is exactly one level below the namespace, else None."""
-    prefix = child_prefix(namespace_parts)
-    if not oid.startswith(prefix):
-        return None
-    rest = oid[len(prefix) :]
-    return rest if rest and DELIMITER not in rest else None
-
-
 def v1_location(table_name: str) -> str:
     """Directory-listing location of a root table: ``<name>.lance``."""
     return table_name + TABLE_SUFFIX
@@ -139,12 +131,19 @@ def literal_path(uri_path: str) -> str:
 
 def paginate(names: Iterable[str], page_token: str | None, limit: int | None) -> tuple[list[str], str | None]:
     """Byte-order sort, start after ``page_token``, cut at ``limit``; a next token only when more remain."""
-    if limit is not None and limit < 0:
-        raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
     ordered = sorted(set(names), key=lambda name: name.encode())
     if page_token:
         token = page_token.encode()
         ordered = [name for name in ordered if name.encode() > token]
+    return paginate_sorted(iter(ordered), limit)
+
+
+def paginate_sorted(names: Iterator[str], limit: int | None) -> tuple[list[str], str | None]:
+    """A page of distinct names already in byte order and after the page token: cut at ``limit`` (reading
+    one name past it, no further); a next token only when more remain."""
+    if limit is not None and limit < 0:
+        raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
+    ordered = list(names if limit is None else itertools.islice(names, limit + 1))
     if limit is None or len(ordered) <= limit:
         return ordered, None
     page = ordered[:limit]

@@ -71,7 +71,7 @@ def compact(manifest: _Manifest, retries: int | None = None) -> dict[str, int]:
         return fragments.commit_rewrite(dataset, attempts[-1], manifest.storage_options or None), before
 
     try:
-        before = manifest.commit(write, lambda table: table, maintain=False, retries=retries)
+        before = manifest.commit(write, lambda index: index, maintain=False, retries=retries)
     finally:
         for refused in attempts[:-1]:  # each lost to a conflict (the next attempt did not find it landed)
             fragments.delete_files(manifest.storage, MANIFEST_DIR, refused)

@@ -47,6 +47,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
     sql_string,
     table_and_versions_filter,
 )
+from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage, is_lost_response
 
@@ -161,16 +162,11 @@ class ManifestTable:
         snapshot = self._snapshot()
         return dict(snapshot.metadata) if snapshot is not None else {}
 
-    def _rows(self) -> pa.Table | None:
-        """Every row of the operation's snapshot (read once per version)."""
+    def _index(self, ordered: bool = False) -> RowIndex | None:
+        """Every row of the operation's snapshot, indexed by object id (read once per version); ``ordered``:
+        the caller walks ids in order."""
         snapshot = self._snapshot()
-        return snapshot.table() if snapshot is not None else None
-
-    def _select(self, mask: Any) -> list[ManifestRow]:
-        table = self._rows()
-        if table is None:
-            return []
-        return [ManifestRow.from_arrow(row) for row in table.filter(mask(table)).to_pylist()]
+        return snapshot.index(ordered) if snapshot is not None else None
 
     def query(self, where: str | None = None) -> list[ManifestRow]:
         """Rows matching a Lance SQL filter (all rows without one)."""
@@ -184,53 +180,42 @@ class ManifestTable:
         return self.get_many([object_id]).get(object_id)
 
     def get_many(self, object_ids: Iterable[str]) -> dict[str, ManifestRow]:
-        snapshot = self._snapshot()
-        if snapshot is None:
-            return {}
-        table, positions = snapshot.index()
-        wanted = {oid: positions[oid] for oid in object_ids if oid in positions}
-        rows = table.take(list(wanted.values())).to_pylist() if wanted else []  # one take for all ids
-        return {oid: ManifestRow.from_arrow(row) for oid, row in zip(wanted, rows, strict=True)}
+        index = self._index()
+        found = index.rows(object_ids) if index is not None else {}
+        return {oid: ManifestRow.from_arrow(row) for oid, row in found.items()}
 
     def children(self, prefix: str, object_type: str | None = None) -> list[ManifestRow]:
         """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""
-        return self._select(lambda table: descendants(table, prefix, object_type))
+        index = self._index()
+        rows = index.descendants(prefix, object_type).to_pylist() if index is not None else []
+        return [ManifestRow.from_arrow(row) for row in rows]
 
-    def table_locations(self) -> dict[str, str]:
-        """Every table row's location → object id, from the cached rows (no row objects)."""
-        table = self._rows()
-        if table is None:
-            return {}
-        tables = table.filter(pc.and_(pc.equal(table["object_type"], TABLE), pc.is_valid(table["location"])))
-        return dict(zip(tables["location"].to_pylist(), tables["object_id"].to_pylist(), strict=True))
+    def has_children(self, prefix: str) -> bool:
+        """Whether any object id starts with ``prefix``."""
+        index = self._index()
+        return index is not None and index.has_descendants(prefix)
 
-    def children_of(self, parents: Iterable[str], object_type: str, delimiter: str) -> dict[str, list[ManifestRow]]:
-        """For each parent id, its rows of ``object_type`` one level below (``<parent><delimiter><name>``,
-        ``name`` without the delimiter), from the cached rows in one pass whatever the number of parents
-        (:meth:`children` is one pass per parent: 100 tables of a batch would filter the rows 100 times)."""
-        wanted = list(dict.fromkeys(parents))
-        found: dict[str, list[ManifestRow]] = {parent: [] for parent in wanted}
-        table = self._rows()
-        if table is None or not wanted:
-            return found
-        typed = table.filter(pc.equal(table["object_type"], object_type))
-        last = re.escape(delimiter)
-        parent_ids = pc.replace_substring_regex(typed["object_id"], pattern=f"{last}[^{last}]*$", replacement="")
-        mask = pc.and_(
-            pc.is_in(parent_ids, value_set=pa.array(wanted, pa.string())),
-            pc.not_equal(parent_ids, typed["object_id"]),  # an id without the delimiter has no parent
-        )
-        selected = typed.filter(mask)
-        for parent, row in zip(parent_ids.filter(mask).to_pylist(), selected.to_pylist(), strict=True):
-            found[parent].append(ManifestRow.from_arrow(row))
-        return found
+    def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
+        """Names of the ``object_type`` rows one level below ``prefix``, in byte order, after ``after``
+        (lazy: see ``RowIndex.child_names``)."""
+        index = self._index(ordered=True)
+        return index.child_names(prefix, object_type, after) if index is not None else iter(())
+
+    def location_overlap(self, location: str) -> tuple[str, str] | None:
+        """A table whose location is ``location``, lies around or inside it: (its location, its object id)."""
+        index = self._index()
+        return index.location_overlap(location) if index is not None else None
+
+    def children_of(self, parents: Iterable[str], object_type: str) -> dict[str, list[ManifestRow]]:
+        """For each parent id, its rows of ``object_type`` one level below (``<parent>$<name>``)."""
+        index = self._index()
+        found = index.children_of(parents, object_type) if index is not None else {parent: [] for parent in parents}
+        return {parent: [ManifestRow.from_arrow(row) for row in rows] for parent, rows in found.items()}
 
     def child_ids(self, prefix: str, object_type: str | None = None) -> list[str]:
         """The object ids of :meth:`children` (no row objects: cheap for long listings)."""
-        table = self._rows()
-        if table is None:
-            return []
-        return table["object_id"].filter(descendants(table, prefix, object_type)).to_pylist()
+        index = self._index()
+        return index.descendants(prefix, object_type)["object_id"].to_pylist() if index is not None else []
 
     # -- writes -----------------------------------------------------------------------------------------
     def insert(self, rows: list[ManifestRow], replacing: str | None = None) -> None:
@@ -345,22 +330,20 @@ class ManifestTable:
 
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
-        self.commit(lambda snapshot, dataset: (dataset, dataset.update_metadata(values)), lambda table: table)
+        self.commit(lambda snapshot, dataset: (dataset, dataset.update_metadata(values)), lambda index: index)
 
     def commit(
         self,
         write: Callable[[Snapshot, lance.LanceDataset], tuple[lance.LanceDataset, _T]],
-        change: Callable[[pa.Table], pa.Table] | None = None,
-        appended: list[str] | None = None,
+        change: Callable[[RowIndex], RowIndex] | None = None,
         maintain: bool = True,
         retries: int | None = None,
     ) -> _T:
         """The one place every ``__manifest`` write passes: ``write`` commits on a private copy of the latest
         snapshot and returns the committed dataset (and its result), which is published. A conflicting commit
         is retried on the new latest version.
-        ``change``: how the commit changed the rows, applied to the cached rows when the commit is exactly the
-        next version (no other writer in between) instead of scanning the table again; ``appended``: the ids of
-        rows the change only appended, so that the id index grows instead of being rebuilt. Maintenance
+        ``change``: how the commit changed the rows, applied to the indexed rows when the commit is exactly the
+        next version (no other writer in between) instead of scanning and indexing the table again. Maintenance
         (compaction, clean-up of old versions) runs when a commit crosses its threshold, unless ``maintain`` is
         false; ``retries``: how often a conflict is retried (default: ``commit_retries``).
 
@@ -373,7 +356,7 @@ class ManifestTable:
                 self._scope.snapshot = None
             elif _newer(last, mine):
                 self._scope.snapshot = last
-            return self._commit_attempts(write, change, appended, maintain, retries)
+            return self._commit_attempts(write, change, maintain, retries)
 
     @contextmanager
     def _turn(self) -> Iterator[bool]:
@@ -396,8 +379,7 @@ class ManifestTable:
     def _commit_attempts(
         self,
         write: Callable[[Snapshot, lance.LanceDataset], tuple[lance.LanceDataset, _T]],
-        change: Callable[[pa.Table], pa.Table] | None,
-        appended: list[str] | None,
+        change: Callable[[RowIndex], RowIndex] | None,
         maintain: bool,
         retries: int | None,
     ) -> _T:
@@ -420,10 +402,7 @@ class ManifestTable:
                 continue
             published = Snapshot.of(dataset)
             if change is not None and snapshot.rows is not None and dataset.version == snapshot.version + 1:
-                published.rows = change(snapshot.rows)
-                if appended is not None and snapshot.positions is not None:  # rows added at the end only
-                    start = snapshot.rows.num_rows
-                    published.positions = {**snapshot.positions, **{oid: start + i for i, oid in enumerate(appended)}}
+                published.set_index(change(snapshot.index()))
             elif snapshot.rows is not None:
                 published.base = snapshot  # reads only the fragments added since, if that is all that changed
             self._publish(published)

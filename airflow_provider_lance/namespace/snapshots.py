@@ -38,6 +38,7 @@ from airflow_provider_lance.namespace.identifiers import (
     parse_manifest_name,
     versions_dir,
 )
+from airflow_provider_lance.namespace.row_index import SORT_AFTER, RowIndex
 from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.rows_object import RowsObjects
 from airflow_provider_lance.namespace.shared_call import SharedCall
@@ -50,6 +51,9 @@ REVALIDATE_AFTER_SECONDS = 120.0
 # A directory mtime is trusted as a "nothing changed" stamp only once it is this old: file system timestamps
 # have a coarse resolution, so a change within the same tick could leave the same mtime.
 _SETTLED_NANOS = 2_000_000_000
+# Rows per batch of a full read: few chunks, so that deriving the next version's rows stays cheap (every derived
+# table lists every chunk), and no slower to read than Lance's default (8,192).
+_SCAN_BATCH_ROWS = 1 << 17
 # Every column of ``__manifest``: the cached rows are a whole version, which a compaction writes back as is.
 COLUMNS = ["object_id", "object_type", "location", "metadata", "base_objects"]
 
@@ -58,15 +62,15 @@ COLUMNS = ["object_id", "object_type", "location", "metadata", "base_objects"]
 class Snapshot:
     """One version of ``__manifest`` as this process saw it. ``dataset`` is never mutated (take a private
     copy to write); a snapshot answered from the rows cache opens it only when something needs it (a write, a
-    filtered query). ``rows`` and ``positions`` are filled once, on first use."""
+    filtered query). Its rows are read and indexed once, on first use (:meth:`index`)."""
 
     version: int
     metadata: dict[str, str]  # the table metadata (feature flags, table version management)
     e_tag: str | None  # of the version's manifest file; None until first checked
     versions_stamp: tuple[int, int] | None = None  # local disk: (inode, mtime) of _versions/ when last checked
     verified_at: float = field(default_factory=time.monotonic)
-    rows: pa.Table | None = None
-    positions: dict[str, int] | None = None
+    rows: pa.Table | None = None  # every row (in no particular order), once read or when handed in
+    row_index: RowIndex | None = None  # the rows indexed by object id (``rows`` is its table)
     # fragment id -> (data files, deletion file) of the version's fragments, once computed
     fragments: dict[int, FragmentKey] | None = None
     base: Snapshot | None = None  # an earlier version whose rows this one may extend (dropped once read)
@@ -74,6 +78,7 @@ class Snapshot:
     cached: bool = False  # the rows are in the rows cache
     _dataset: lance.LanceDataset | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _rows_lock: threading.Lock = field(default_factory=threading.Lock)  # one thread reads and indexes the rows
 
     @classmethod
     def of(cls, dataset: lance.LanceDataset, e_tag: str | None = None) -> Snapshot:
@@ -92,41 +97,52 @@ class Snapshot:
         return copy.copy(self.dataset)
 
     def table(self) -> pa.Table:
-        """Every row, read once per version: only the fragments added since the base version when that is all
-        that changed (the usual step between versions: other writers' inserts), else one full scan."""
-        if self.rows is None:
-            base, self.base = self.base, None
-            current = self.dataset.get_fragments()
-            keys = fragment_keys(current)
-            known = base.fragment_keys() if base is not None and base.rows is not None else None
-            if known is not None and all(keys.get(number) == key for number, key in known.items()):
-                added = [fragment for fragment in current if fragment.fragment_id not in known]
-                rows, positions = base.rows, base.positions
-                if added:
-                    new = self.dataset.scanner(columns=COLUMNS, fragments=added).to_table()
-                    if positions is not None:
-                        start = rows.num_rows
-                        ids = new["object_id"].to_pylist()
-                        positions = {**positions, **{oid: start + i for i, oid in enumerate(ids)}}
-                    rows = append_rows(rows, new)
-            else:
-                rows, positions = self.dataset.to_table(columns=COLUMNS), None
-            # published together, positions first: another thread that sees the rows sees their positions
-            self.fragments, self.positions, self.rows = keys, positions, rows
-        return self.rows
+        """Every row (read once per version)."""
+        return self.index().table
+
+    def index(self, ordered: bool = False) -> RowIndex:
+        """Every row indexed by object id (row_index.py), read once per version. Rows read whole are sorted
+        once they have been scanned ``SORT_AFTER`` times, or now when the caller walks ids in order
+        (``ordered``: a listing)."""
+        index = self.row_index
+        if index is None or (index.unsorted and (ordered or index.scans >= SORT_AFTER)):
+            with self._rows_lock:
+                index = self._read() if self.row_index is None else self.row_index
+                if index.unsorted and (ordered or index.scans >= SORT_AFTER):
+                    index = index.merged()
+                    pa.default_memory_pool().release_unused()  # the sort's scratch space: as large as the ids
+                self.set_index(index)
+        return index
+
+    def set_index(self, index: RowIndex) -> None:
+        """Publish the rows (index first: a thread that sees ``rows`` finds them indexed)."""
+        self.row_index = index
+        self.rows = index.table
+
+    def _read(self) -> RowIndex:
+        """The rows handed in, else only the fragments added since the base version when that is all that
+        changed (the usual step between versions: other writers' inserts), else one full scan."""
+        if self.rows is not None:
+            return RowIndex.of(self.rows)
+        base, self.base = self.base, None
+        current = self.dataset.get_fragments()
+        keys = fragment_keys(current)
+        known = base.fragment_keys() if base is not None and base.rows is not None else None
+        if base is not None and known is not None and all(keys.get(number) == key for number, key in known.items()):
+            added = [fragment for fragment in current if fragment.fragment_id not in known]
+            index = base.index()
+            if added:
+                index = index.appended(self.dataset.scanner(columns=COLUMNS, fragments=added).to_table())
+        else:
+            index = RowIndex.of(self.dataset.to_table(columns=COLUMNS, batch_size=_SCAN_BATCH_ROWS))
+        self.fragments = keys
+        return index
 
     def fragment_keys(self) -> dict[int, FragmentKey] | None:
         """The keys of the fragments ``rows`` hold (None when unknown without opening the table)."""
         if self.fragments is None and self._dataset is not None:
             self.fragments = fragment_keys(self._dataset.get_fragments())
         return self.fragments
-
-    def index(self) -> tuple[pa.Table, dict[str, int]]:
-        """The rows and ``object_id`` → row position (lookups by id become dictionary hits)."""
-        table = self.table()
-        if self.positions is None:
-            self.positions = {oid: position for position, oid in enumerate(table["object_id"].to_pylist())}
-        return table, self.positions
 
 
 FragmentKey = tuple[tuple[str, ...], int | None]
@@ -140,13 +156,6 @@ def fragment_keys(fragments: list[lance.LanceFragment]) -> dict[int, FragmentKey
         deletion = metadata.deletion_file
         keys[fragment.fragment_id] = (tuple(file.path for file in metadata.files), deletion.id if deletion else None)
     return keys
-
-
-def append_rows(table: pa.Table, rows: pa.Table) -> pa.Table:
-    """``table`` (cached rows) with ``rows`` appended (in one chunk per 64 appends, so that the in-memory
-    filters stay vectorised)."""
-    combined = pa.concat_tables([table, rows.select(COLUMNS).cast(table.schema)])
-    return combined.combine_chunks() if combined.column(0).num_chunks > 64 else combined
 
 
 class SnapshotStore:

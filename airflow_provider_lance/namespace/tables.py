@@ -9,6 +9,7 @@ V1 (``dir_listing_enabled``): root tables are ``<name>.lance`` directories, mark
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 from lance_namespace import (
     ConcurrentModificationError,
@@ -130,17 +131,21 @@ def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesRespo
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
     if parts and not catalog.config.manifest_enabled:
         raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
-    names: set[str] = set()
+    merged = catalog.config.dir_listing_enabled and not parts  # the root in compatibility mode
+    names: Iterator[str] = iter(())
     if catalog.config.manifest_enabled:
         catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
-        prefix = ids.child_prefix(parts)
-        child_ids = catalog.manifest.child_ids(prefix, TABLE)
-        names.update(rest for oid in child_ids if (rest := oid[len(prefix) :]) and ids.DELIMITER not in rest)
-    if catalog.config.dir_listing_enabled and not parts:
-        names.update(_v1_table_names(catalog, names))
+        # in byte order and lazy: a page reads its names and no more (below the whole listing is merged)
+        names = catalog.manifest.child_names(ids.child_prefix(parts), TABLE, None if merged else request.page_token)
+    if merged:
+        known = set(names)
+        names = iter(known.union(_v1_table_names(catalog, known)))
     if request.include_declared is False:
-        names = {name for name in names if versions.has_manifests(catalog, catalog.find_table([*parts, name], False))}
-    page, token = ids.paginate(names, request.page_token, request.limit)
+        names = (name for name in names if versions.has_manifests(catalog, catalog.find_table([*parts, name], False)))
+    if merged:
+        page, token = ids.paginate(names, request.page_token, request.limit)
+    else:
+        page, token = ids.paginate_sorted(names, request.limit)
     return ListTablesResponse(tables=page, page_token=token)
 
 
@@ -242,12 +247,10 @@ def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterT
 def _check_location_is_free(catalog: Catalog, location: str) -> None:
     """Two tables never share bytes: the location must not be another table's, nor lie inside or around one
     (a table directory is one with ``_versions/``, or a registered location)."""
-    taken = catalog.manifest.table_locations()
-    ancestors = ["/".join(location.split("/")[:depth]) for depth in range(1, location.count("/") + 1)]
-    for other, oid in taken.items():
-        if other == location or other in ancestors or other.startswith(location + "/"):
-            raise InvalidInputError(f"Invalid location '{location}': it overlaps table '{oid}' at '{other}'")
-    for ancestor in ancestors:
+    overlap = catalog.manifest.location_overlap(location)
+    if overlap is not None:
+        raise InvalidInputError(f"Invalid location '{location}': it overlaps table '{overlap[1]}' at '{overlap[0]}'")
+    for ancestor in ["/".join(location.split("/")[:depth]) for depth in range(1, location.count("/") + 1)]:
         if catalog.storage.list_names(ids.versions_dir(ancestor)):
             raise InvalidInputError(f"Invalid location '{location}': it lies inside the table at '{ancestor}'")
 

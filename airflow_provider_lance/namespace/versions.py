@@ -81,7 +81,7 @@ def version_rows(catalog: Catalog, tables: Sequence[Table]) -> list[dict[int, Ma
     """Each table's ``table_version`` rows by version, from the manifest's cached rows of the operation's
     version (one in-memory pass for all tables; no Lance scan)."""
     oids = [table.object_id for table in tables]
-    by_parent = catalog.manifest.children_of(oids, TABLE_VERSION, ids.DELIMITER)
+    by_parent = catalog.manifest.children_of(oids, TABLE_VERSION)
     found: list[dict[int, ManifestRow]] = []
     for oid in oids:
         rows = {}

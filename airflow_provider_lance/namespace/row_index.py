@@ -1,0 +1,371 @@
+"""The rows of one ``__manifest`` version in memory, indexed by object id.
+
+Every operation looks rows up by id (its own, its parent's), lists a namespace's children or checks new ids
+against the table. Over all rows at once (a hash map of every id, a filter of every row) that costs time and
+memory in proportion to the catalog: seconds and hundreds of megabytes at a million tables. Here the rows stay
+the Arrow table they were read as (no copy, no Python object per row), in two parts:
+
+* the *base*, indexed: its positions sorted by object id in UTF-8 byte order (the order names are listed in),
+  with the ids and types in that order. An id is a binary search over the sorted ids' offsets and bytes; a
+  namespace's descendants are one contiguous range (``<namespace>$`` up to ``<namespace>%``); a page of its
+  children walks the sorted ids from the page token, jumps over deeper subtrees and stops once the page is
+  full, without touching the rows.
+* the *tail*: rows appended since (this process's commits, other writers' new fragments), scanned vectorised.
+  Past ``TAIL_ROWS`` it is merged into the base (one pass over the base, no sort of it).
+
+A table read whole starts as all tail: a process that asks for a few ids (a sensor's poke, a task's few
+calls) scans for them and never pays the sort; the base is sorted at the first listing or after ``SORT_AFTER``
+scans (``Snapshot.index`` decides). Deletes filter the table and renumber the base's positions.
+
+An index is never changed once built: a commit derives the next version's (:meth:`RowIndex.appended`,
+:meth:`RowIndex.filtered`) and threads still reading the previous version keep theirs. Memory beyond the rows
+themselves: 4 bytes of position, 1 of type and a copy of the object id per row.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_lance.namespace.identifiers import DELIMITER
+from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION
+
+# The longest tail merged at once: its scans cost microseconds, a merge one pass over the base.
+TAIL_ROWS = 4096
+# Rows read whole are sorted at once up to this many (a few milliseconds); more wait for a listing or lookups.
+SORT_AT_ONCE = 1 << 16
+# Lookups that scan a long tail before the base is sorted: a sort costs about as much as a few dozen scans.
+SORT_AFTER = 8
+# Appends to the tail are combined into one chunk past this many (a scan pays per chunk).
+_TAIL_CHUNKS = 32
+# Ids a listing walk reads at a time, at first (doubled on each read, so a long page costs few reads).
+_FIRST_WINDOW = 64
+_LAST_WINDOW = 4096
+# The byte after the delimiter: ``<id>$...`` sorts before ``<id>%``.
+_AFTER_DELIMITER = chr(ord(DELIMITER) + 1)
+# Object types as one byte in the base (any other type is null: never asked for by type).
+_TYPES = pa.array([NAMESPACE, TABLE, TABLE_VERSION], pa.string())
+
+
+class _SortedIds:
+    """Sorted object ids as a sequence of bytes for :mod:`bisect`, read straight from the Arrow buffers.
+
+    :param ids: a string array (one chunk), sorted.
+    """
+
+    def __init__(self, ids: pa.Array) -> None:
+        self._length = len(ids)
+        self._offsets = _int32s(ids.buffers()[1], ids.offset, self._length + 1)
+        data = ids.buffers()[2]
+        self._data = memoryview(data) if data is not None else memoryview(b"")
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, position: int) -> bytes:
+        return bytes(self._data[self._offsets[position] : self._offsets[position + 1]])
+
+
+class RowIndex:
+    """Every row of one version: ``table``, whose first ``indexed`` rows (the base) are indexed.
+
+    :param table: the rows, the base first.
+    :param indexed: how many rows the base holds.
+    :param order: the base's positions sorted by object id (int32).
+    :param ids: the base's object ids in that order (one chunk).
+    :param types: the base's type codes in that order (int8, see ``_TYPES``).
+    :param scans: scans of a long tail so far (carried to the next versions).
+    :param tail_positions: a short tail's ids and rows, when the caller has them (built otherwise).
+    """
+
+    def __init__(
+        self,
+        table: pa.Table,
+        indexed: int,
+        order: pa.Array,
+        ids: pa.Array,
+        types: pa.Array,
+        scans: int = 0,
+        tail_positions: dict[str, int] | None = None,
+    ) -> None:
+        self.table = table
+        self.indexed = indexed
+        self.scans = scans
+        self._order, self._ids, self._types = order, ids, types
+        self._sorted = _SortedIds(ids)
+        self._positions = _int32s(order.buffers()[1], order.offset, len(order))
+        if tail_positions is None and not self.unsorted:
+            tail_positions = {oid: indexed + at for at, oid in enumerate(self.tail.column("object_id").to_pylist())}
+        # a short tail's ids: dictionary hits (a long one, never sorted yet, is scanned)
+        self._tail_positions = tail_positions
+
+    @classmethod
+    def of(cls, table: pa.Table) -> RowIndex:
+        """Rows read whole: sorted now when that is cheap, else all tail until :meth:`merged` (no sort for a
+        process that asks for a few ids)."""
+        if table.num_rows <= SORT_AT_ONCE:
+            return cls(table, table.num_rows, *_sorted(table, 0))
+        empty = pa.array([], pa.int32())
+        return cls(table, 0, empty, pa.array([], pa.string()), empty.cast(pa.int8()))
+
+    @property
+    def tail(self) -> pa.Table:
+        return self.table.slice(self.indexed)
+
+    @property
+    def unsorted(self) -> bool:
+        """The tail is too long to scan on every lookup: the next :meth:`merged` pays off."""
+        return self.table.num_rows - self.indexed > TAIL_ROWS
+
+    # -- lookups ----------------------------------------------------------------------------------------------
+    def positions(self, object_ids: Iterable[str]) -> dict[str, int]:
+        """The row of each id that exists: a binary search in the base, one scan of the tail for the rest."""
+        found, missing = {}, []
+        for object_id in object_ids:
+            key = object_id.encode()
+            at = bisect_left(self._sorted, key)
+            if at < len(self._sorted) and self._sorted[at] == key:
+                found[object_id] = self._positions[at]
+            else:
+                missing.append(object_id)
+        if missing and self._tail_positions is not None:
+            found.update((oid, self._tail_positions[oid]) for oid in missing if oid in self._tail_positions)
+        elif missing:
+            self.scans += 1
+            tail = self.tail.column("object_id")
+            hits = pc.indices_nonzero(pc.is_in(tail, value_set=pa.array(missing, pa.string())))
+            for position in hits.to_pylist():
+                found[tail[position].as_py()] = self.indexed + position
+        return found
+
+    def rows(self, object_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The rows (as Arrow's Python dicts) of the ids that exist, in the order asked."""
+        wanted = list(dict.fromkeys(object_ids))
+        found = self.positions(wanted)
+        columns = list(zip(self.table.column_names, self.table.columns, strict=True))
+        # a value per column: faster than a one-row slice of the table
+        return {oid: {name: column[found[oid]].as_py() for name, column in columns} for oid in wanted if oid in found}
+
+    def _range(self, prefix: str) -> tuple[int, int]:
+        """The sorted base positions whose id starts with ``prefix``."""
+        if not prefix:
+            return 0, self.indexed
+        key = prefix.encode()
+        start = bisect_left(self._sorted, key)
+        # the first key past every id that starts with ``key``: its last byte plus one (UTF-8 never ends a
+        # character with 0xff, so no carry)
+        return start, bisect_left(self._sorted, key[:-1] + bytes([key[-1] + 1]), start)
+
+    def _tail_descendants(self, prefix: str, object_type: str | None) -> pa.Table:
+        tail = self.tail
+        if not tail.num_rows:
+            return tail
+        if self.unsorted:
+            self.scans += 1
+        mask = pc.starts_with(tail["object_id"], prefix) if prefix else None
+        if object_type:
+            typed = pc.equal(tail["object_type"], object_type)
+            mask = typed if mask is None else pc.and_(mask, typed)
+        return tail if mask is None else tail.filter(mask)
+
+    def _base_descendants(self, prefix: str, object_type: str | None) -> pa.Table:
+        start, stop = self._range(prefix)
+        order = self._order.slice(start, stop - start)
+        if object_type:
+            order = order.filter(pc.equal(self._types.slice(start, stop - start), _code(object_type)))
+        return _gather(self.table, order)
+
+    def descendants(self, prefix: str, object_type: str | None = None) -> pa.Table:
+        """The rows whose object id starts with ``prefix`` (of ``object_type`` if given): the base's in id
+        order, then the tail's."""
+        return pa.concat_tables(
+            [self._base_descendants(prefix, object_type), self._tail_descendants(prefix, object_type)]
+        )
+
+    def has_descendants(self, prefix: str) -> bool:
+        start, stop = self._range(prefix)
+        return stop > start or self._tail_descendants(prefix, None).num_rows > 0
+
+    def children_of(self, parents: Iterable[str], object_type: str) -> dict[str, list[dict[str, Any]]]:
+        """For each parent object id, the rows of ``object_type`` one level below it (``<parent>$<name>``):
+        one range of the base per parent, one pass over the tail for all of them."""
+        found: dict[str, list[dict[str, Any]]] = {parent: [] for parent in parents}
+        for parent, rows in found.items():
+            prefix = parent + DELIMITER
+            below = self._base_descendants(prefix, object_type).to_pylist()
+            rows.extend(row for row in below if DELIMITER not in row["object_id"][len(prefix) :])
+        tail = self._tail_descendants("", object_type)
+        if found and tail.num_rows:
+            last = re.escape(DELIMITER)
+            parent_ids = pc.replace_substring_regex(tail["object_id"], pattern=f"{last}[^{last}]*$", replacement="")
+            mask = pc.and_(
+                pc.is_in(parent_ids, value_set=pa.array(list(found), pa.string())),
+                pc.not_equal(parent_ids, tail["object_id"]),  # an id without the delimiter has no parent
+            )
+            for parent, row in zip(parent_ids.filter(mask).to_pylist(), tail.filter(mask).to_pylist(), strict=True):
+                found[parent].append(row)
+        return found
+
+    def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
+        """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the
+        name without the delimiter), in UTF-8 byte order, those after ``after`` only. Lazy: a page reads
+        only as far as it needs."""
+        after_key = after.encode() if after else b""
+        tail = self._tail_descendants(prefix, object_type)["object_id"].to_pylist()
+        names = [name for oid in tail if (name := oid[len(prefix) :]) and DELIMITER not in name]
+        extra = sorted((name for name in names if name.encode() > after_key), key=str.encode)
+        walk = self._base_child_names(prefix, _code(object_type), after)
+        return heapq.merge(walk, extra, key=str.encode) if extra else walk
+
+    def _base_child_names(self, prefix: str, code: int, after: str | None) -> Iterator[str]:
+        start, stop = self._range(prefix)
+        if after:
+            start = bisect_right(self._sorted, (prefix + after).encode(), start, stop)
+        window = _FIRST_WINDOW
+        while start < stop:
+            count = min(window, stop - start)
+            names = pc.utf8_slice_codeunits(self._ids.slice(start, count), len(prefix))
+            types = self._types.slice(start, count)
+            deeper = pc.index(pc.match_substring(names, DELIMITER), True).as_py()
+            end = start + count
+            if deeper >= 0:  # a descendant below a child: read up to it, then jump over that child's subtree
+                child = self._sorted[start + deeper].decode()[len(prefix) :].split(DELIMITER, 1)[0]
+                names, types = names.slice(0, deeper), types.slice(0, deeper)
+                end = bisect_left(self._sorted, (prefix + child + _AFTER_DELIMITER).encode(), start + deeper, stop)
+            yield from names.filter(pc.and_(pc.equal(types, code), pc.not_equal(names, ""))).to_pylist()
+            start, window = end, min(window * 2, _LAST_WINDOW)
+
+    # -- locations ----------------------------------------------------------------------------------------
+    def location_overlap(self, location: str) -> tuple[str, str] | None:
+        """A table row whose location is ``location``, one of its ancestors, or inside it: (that location,
+        its object id); None when there is none."""
+        parts = location.split("/")
+        same = [location, *("/".join(parts[:depth]) for depth in range(1, len(parts)))]
+        locations = self.table["location"]
+        around = pc.is_in(locations, value_set=pa.array(same, pa.string()))
+        inside = pc.starts_with(locations, location + "/")
+        mask = pc.and_(pc.equal(self.table["object_type"], TABLE), pc.or_(around, inside))
+        hit = self.table.filter(mask).slice(0, 1).to_pylist()
+        return (hit[0]["location"], hit[0]["object_id"]) if hit else None
+
+    # -- the next version ---------------------------------------------------------------------------------
+    def appended(self, rows: pa.Table) -> RowIndex:
+        """These rows with ``rows`` added (another index: this one is unchanged)."""
+        if not rows.num_rows:
+            return self
+        rows = rows.select(self.table.column_names).cast(self.table.schema)
+        tail = pa.concat_tables([self.tail, rows])
+        if tail.column(0).num_chunks > _TAIL_CHUNKS:
+            tail = tail.combine_chunks()
+        table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
+        positions = None
+        if self._tail_positions is not None and tail.num_rows <= TAIL_ROWS:  # a copy of at most TAIL_ROWS ids
+            added = rows.column("object_id").to_pylist()
+            positions = {**self._tail_positions, **{oid: self.table.num_rows + at for at, oid in enumerate(added)}}
+        index = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans, positions)
+        # a short tail grown long is merged now; a long one (never sorted yet) waits for Snapshot.index
+        return index.merged() if index.unsorted and not self.unsorted else index
+
+    def merged(self) -> RowIndex:
+        """The same rows with the tail merged into the base: the tail sorted, then one pass over the base."""
+        tail = self.tail
+        if not tail.num_rows:
+            return self
+        positions, ids, types = _sorted(tail, self.indexed)
+        if self.indexed:  # interleave: base up to each tail id's place, the tail id, ...
+            places = pc.search_sorted(self._ids, ids).to_pylist()
+            bounds = [0, *places, self.indexed]
+            parts = [(self._order, self._ids, self._types), (positions, ids, types)]
+            pieces: list[list[pa.Array]] = [[], [], []]
+            for number in range(len(places) + 1):
+                for column, base in enumerate(parts[0]):
+                    pieces[column].append(base.slice(bounds[number], bounds[number + 1] - bounds[number]))
+                if number < len(places):
+                    for column, added in enumerate(parts[1]):
+                        pieces[column].append(added.slice(number, 1))
+            positions, ids, types = (pa.concat_arrays(column) for column in pieces)
+        if not self.unsorted:  # appends as one chunk: a merge adds one chunk to the table, not one per append
+            tail = tail.combine_chunks()
+        table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
+        return RowIndex(table, table.num_rows, positions, ids, types)
+
+    def filtered(self, keep: Any) -> RowIndex:
+        """The rows where the mask ``keep`` (over :attr:`table`) is true, the base's positions renumbered."""
+        keep = pc.fill_null(keep, False)
+        if isinstance(keep, pa.ChunkedArray):
+            keep = keep.combine_chunks()
+        base_keep = keep.slice(0, self.indexed)
+        # the new position of a kept row: how many kept rows precede it
+        renumbered = pc.subtract(pc.cumulative_sum(base_keep.cast(pa.int32())), pa.scalar(1, pa.int32()))
+        kept = base_keep.take(self._order)
+        order = renumbered.take(self._order.filter(kept))
+        ids, types = self._ids.filter(kept), self._types.filter(kept)
+        return RowIndex(_filter(self.table, keep), len(order), order, ids, types, self.scans)
+
+
+def _code(object_type: str) -> int:
+    """The base's one-byte code of a type (-1, which no row has, for a type this engine never writes)."""
+    return int(_TYPES.index(object_type).as_py())
+
+
+def _sorted(rows: pa.Table, first: int) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """The positions (counted from ``first``), object ids and type codes of ``rows`` in object id order."""
+    order = pc.sort_indices(rows.column("object_id"))
+    positions = pc.add(order.cast(pa.int32()), pa.scalar(first, pa.int32()))
+    ids = _one_chunk(rows.column("object_id").take(order))
+    return positions, ids, _one_chunk(_codes(rows.column("object_type")).take(order))  # types: one byte each
+
+
+def _codes(types: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    return pc.index_in(types, value_set=_TYPES).cast(pa.int8())
+
+
+def _one_chunk(array: pa.ChunkedArray) -> pa.Array:
+    """The array of a chunked array (no copy when it has one chunk: ``combine_chunks`` copies even then)."""
+    return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+
+
+def _int32s(buffer: pa.Buffer | None, offset: int, length: int) -> memoryview:
+    """``length`` int32 values of an Arrow buffer from ``offset`` on, read without copying."""
+    if buffer is None:
+        return memoryview(b"").cast("i")
+    return memoryview(buffer)[offset * 4 : (offset + length) * 4].cast("i")
+
+
+def _filter(table: pa.Table, keep: pa.Array) -> pa.Table:
+    """``table.filter(keep)``, copying only the record batches that lose rows (a delete of one row copies one
+    batch, not every row)."""
+    batches, start = [], 0
+    for batch in table.to_batches():
+        kept = keep.slice(start, batch.num_rows).true_count
+        if kept:
+            batches.append(batch if kept == batch.num_rows else batch.filter(keep.slice(start, batch.num_rows)))
+        start += batch.num_rows
+    return pa.Table.from_batches(batches, schema=table.schema)
+
+
+def _gather(table: pa.Table, positions: pa.Array) -> pa.Table:
+    """``table.take(positions)`` without concatenating a chunked table first (Arrow's take does: a copy of
+    every row to gather a few): each record batch gives its rows, which are then put in the order asked."""
+    batches = table.to_batches()
+    if len(batches) <= 1 or not len(positions):
+        return table.take(positions)
+    order = pc.sort_indices(positions)
+    ascending = positions.take(order)
+    stops = list(itertools.accumulate(batch.num_rows for batch in batches))
+    ends = pc.search_sorted(ascending, pa.array(stops, ascending.type)).to_pylist()
+    parts, at = [], 0
+    for batch, stop, end in zip(batches, stops, ends, strict=True):
+        if end > at:
+            start = pa.scalar(stop - batch.num_rows, ascending.type)
+            parts.append(batch.take(pc.subtract(ascending.slice(at, end - at), start)))
+        at = end
+    gathered = pa.Table.from_batches(parts, schema=table.schema).combine_chunks()
+    return gathered.take(pc.sort_indices(order))
