@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING
 import lance_namespace as ln
 import pyarrow as pa
 
+from airflow_provider_lance.spark.writer import RESULT_SCHEMA, write_partition
 from airflow_provider_lance.staging import (
     StageMode,
     StagingNamespace,
@@ -39,9 +39,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
-
-#: The schema of what each Spark task returns: one row per fragment written.
-RESULT_SCHEMA = "fragment string, writer_pid long"
 
 #: Spark's byte cap on the Arrow batches sent to Python workers, and the value (``Int.MaxValue``, the largest
 #: accepted) at which Spark stops measuring the batch after every row.
@@ -131,63 +128,6 @@ def uncapped_arrow_batches(spark: SparkSession) -> Iterator[bool]:
                 if not _conf_users[key]:
                     del _conf_users[key]
                     spark.conf.unset(ARROW_MAX_BYTES_PER_BATCH)
-
-
-def _write_partition(
-    batches: Iterator[pa.RecordBatch],
-    *,
-    location: str,
-    schema_ipc: bytes,
-    write_mode: str,
-    storage_options: dict[str, str],
-    max_rows_per_file: int,
-) -> Iterator[pa.RecordBatch]:
-    """Write one Spark partition as Lance fragments (runs in a Spark Python worker).
-
-    :param batches: the partition's Arrow batches.
-    :param location: the table location.
-    :param schema_ipc: the target Arrow schema, IPC-serialised.
-    :param write_mode: ``append`` (checked against the table's schema) or ``overwrite`` (new field ids).
-    :param storage_options: storage options for the table's files.
-    :param max_rows_per_file: the largest number of rows in one data file.
-    :return: one batch of ``(fragment, writer_pid)`` rows.
-    """
-    import json
-
-    import lance.fragment
-
-    schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
-    columns = schema.names
-
-    def conformed() -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            # Spark sends the DataFrame's columns: as is for a new table or an overwrite, conformed otherwise.
-            yield batch if batch.schema.equals(schema, check_metadata=True) else batch.select(columns).cast(schema)
-
-    stream = conformed()
-    first = next(stream, None)
-    if first is None:  # an empty partition writes nothing
-        return
-
-    def chained() -> Iterator[pa.RecordBatch]:
-        yield first
-        yield from stream
-
-    fragments = lance.fragment.write_fragments(
-        pa.RecordBatchReader.from_batches(schema, chained()),
-        location,
-        schema=schema,
-        mode=write_mode,
-        storage_options=storage_options or None,
-        max_rows_per_file=max_rows_per_file,
-    )
-    texts = [json.dumps(f.to_json(), separators=(",", ":")) for f in fragments]
-    yield pa.RecordBatch.from_pydict(
-        {"fragment": texts, "writer_pid": [os.getpid()] * len(texts)},
-        schema=pa.schema([("fragment", pa.string()), ("writer_pid", pa.int64())]),
-    )
 
 
 def _target_schema(df: DataFrame, target: StagingTarget, mode: StageMode) -> pa.Schema:
@@ -325,7 +265,7 @@ def _prepare_write(
     schema = _target_schema(df, target, mode)
     write_mode = "append" if mode == "append" and target.exists else "overwrite"
     writer = functools.partial(
-        _write_partition,
+        write_partition,
         location=target.location,
         schema_ipc=schema.serialize().to_pybytes(),
         write_mode=write_mode,
