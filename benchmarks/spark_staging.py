@@ -60,14 +60,28 @@ def demo_table(rows: int, start: int = 0) -> pa.Table:
 
 
 def _drain(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A ``mapInArrow`` function that reads every batch and returns nothing, in a Python worker set up as the
-    staging's writer sets it up (:func:`gc.freeze`, see :func:`airflow_provider_lance.spark.writer.write_partition`)."""
-    import gc
-
-    gc.freeze()
+    """A ``mapInArrow`` function that reads every batch and returns nothing."""
     for _ in batches:
         pass
     yield from ()
+
+
+def tree_cpu_seconds() -> float | None:
+    """CPU seconds used so far by this process and its children (the JVM, the Python workers); ``None`` without
+    psutil. Less sensitive to other jobs on the machine than wall time."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    me = psutil.Process()
+    total = 0.0
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # ended meanwhile: its time went to its parent's children_* counters
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 class BusyCore:
@@ -189,21 +203,26 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
     }
     seconds: dict[str, list[float]] = {name: [] for name in paths}
     seconds_loaded: dict[str, list[float]] = {name: [] for name in paths}
+    cpu_seconds: dict[str, list[float]] = {name: [] for name in paths}
     busy_cpu: int | None = None
 
-    def one_round(r: int, into: dict[str, list[float]] | None) -> None:
+    def one_round(r: int, into: dict[str, list[float]] | None, cpu: dict[str, list[float]] | None = None) -> None:
         order = list(paths) if r % 2 == 0 else list(reversed(paths))
         for name in order:
+            cpu_before = tree_cpu_seconds()
             elapsed = timed(lambda name=name: paths[name](r))
+            cpu_after = tree_cpu_seconds()
             if into is not None:
                 into[name].append(elapsed)
+            if cpu is not None and cpu_before is not None and cpu_after is not None:
+                cpu[name].append(cpu_after - cpu_before)
         for child in work.iterdir():
             shutil.rmtree(child, ignore_errors=True)
 
     try:
         one_round(0, None)  # warms up the JVM, the Python workers and the page cache
         for r in range(1, repeat + 1):
-            one_round(r, seconds)
+            one_round(r, seconds, cpu_seconds)
             if loaded:
                 with BusyCore() as busy:
                     one_round(r, seconds_loaded)
@@ -225,6 +244,7 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
         "session_seconds": session_seconds,
         "seconds": seconds,
         "seconds_loaded": seconds_loaded if loaded else {},
+        "cpu_seconds": {name: values for name, values in cpu_seconds.items() if values},
         "load": "a single-threaded busy loop in another process"
         + (f", pinned to CPU {busy_cpu}" if busy_cpu is not None else ""),
         "fragment_rows": fragment_rows,
@@ -248,19 +268,26 @@ def ratios(seconds: dict[str, list[float]]) -> dict[str, float]:
     }
 
 
-def _table(seconds: dict[str, list[float]], labels: dict[str, str], total: int) -> list[str]:
+def _table(
+    seconds: dict[str, list[float]], labels: dict[str, str], total: int, cpu: dict[str, list[float]]
+) -> list[str]:
     """The markdown table of one condition (quiet or loaded).
 
     :param seconds: seconds per path and round.
     :param labels: the row label per path.
     :param total: rows written per round.
+    :param cpu: CPU seconds per path and round (a column when given).
     """
     rows = []
     for name, values in seconds.items():
         median = statistics.median(values)
         rounds = ", ".join(f"{s:.2f}" for s in values)
-        rows.append(f"| {labels[name]} | {median:.2f} | {min(values):.2f} | {rounds} | {total / median:,.0f} |")
-    return ["| path | median s | best s | all rounds s | rows/s (median) |", "|---|---:|---:|---:|---:|", *rows]
+        cells = [labels[name], f"{median:.2f}", f"{min(values):.2f}", rounds, f"{total / median:,.0f}"]
+        if cpu:
+            cells.append(f"{statistics.median(cpu[name]):.2f}" if cpu.get(name) else "")
+        rows.append("| " + " | ".join(cells) + " |")
+    header = "| path | median s | best s | all rounds s | rows/s (median) |" + (" CPU s (median) |" if cpu else "")
+    return [header, "|---|---:|---:|---:|---:|" + ("---:|" if cpu else ""), *rows]
 
 
 def _verdict(name: str, ratio: dict[str, float]) -> str:
@@ -302,14 +329,18 @@ def render(result: dict[str, Any]) -> str:
         "",
         "Quiet:",
         "",
-        *_table(result["seconds"], labels, total),
+        *_table(result["seconds"], labels, total, result.get("cpu_seconds") or {}),
         "",
     ]
     verdicts = [_verdict("quiet", quiet)]
     if loaded_seconds:
         loaded = ratios(loaded_seconds)
         verdicts.append(_verdict("loaded", loaded))
-        lines += [f"Loaded (another job on one core: {result['load']}):", "", *_table(loaded_seconds, labels, total)]
+        lines += [
+            f"Loaded (another job on one core: {result['load']}):",
+            "",
+            *_table(loaded_seconds, labels, total, {}),
+        ]
         lines.append("")
     lines += [
         f"Ratio ours / Parquet (goal ≤ {GOAL_PARQUET:.1f}x, best and median): {'; '.join(verdicts)}. "
