@@ -204,23 +204,23 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
     seconds: dict[str, list[float]] = {name: [] for name in paths}
     seconds_loaded: dict[str, list[float]] = {name: [] for name in paths}
     cpu_seconds: dict[str, list[float]] = {name: [] for name in paths}
+    first_round: dict[str, list[float]] = {name: [] for name in paths}
     busy_cpu: int | None = None
 
-    def one_round(r: int, into: dict[str, list[float]] | None, cpu: dict[str, list[float]] | None = None) -> None:
+    def one_round(r: int, into: dict[str, list[float]], cpu: dict[str, list[float]] | None = None) -> None:
         order = list(paths) if r % 2 == 0 else list(reversed(paths))
         for name in order:
             cpu_before = tree_cpu_seconds()
             elapsed = timed(lambda name=name: paths[name](r))
             cpu_after = tree_cpu_seconds()
-            if into is not None:
-                into[name].append(elapsed)
+            into[name].append(elapsed)
             if cpu is not None and cpu_before is not None and cpu_after is not None:
                 cpu[name].append(cpu_after - cpu_before)
         for child in work.iterdir():
             shutil.rmtree(child, ignore_errors=True)
 
     try:
-        one_round(0, None)  # warms up the JVM, the Python workers and the page cache
+        one_round(0, first_round)  # warms up the JVM, the Python workers and the page cache (kept apart)
         for r in range(1, repeat + 1):
             one_round(r, seconds, cpu_seconds)
             if loaded:
@@ -245,6 +245,7 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
         "seconds": seconds,
         "seconds_loaded": seconds_loaded if loaded else {},
         "cpu_seconds": {name: values for name, values in cpu_seconds.items() if values},
+        "first_round_seconds": {name: values[0] for name, values in first_round.items()},
         "load": "a single-threaded busy loop in another process"
         + (f", pinned to CPU {busy_cpu}" if busy_cpu is not None else ""),
         "fragment_rows": fragment_rows,
@@ -352,6 +353,13 @@ def render(result: dict[str, Any]) -> str:
         f"{quiet['transfer_default_median']:.2f}x Parquet.",
         "",
     ]
+    first = result.get("first_round_seconds")
+    if first:
+        lines += [
+            f"First round (fresh Python workers, JVM code not compiled yet; not in the tables): Parquet "
+            f"{first['parquet']:.2f} s, ours {first['ours']:.2f} s.",
+            "",
+        ]
     return "\n".join(lines)
 
 
