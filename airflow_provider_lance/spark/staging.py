@@ -8,7 +8,9 @@ old versions.
 
 Spark setting: the staging jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` (see
 :func:`uncapped_arrow_batches`) unless the session sets that key itself; that halves the cost of handing the rows
-to the Python workers.
+to the Python workers. The workers run :func:`airflow_provider_lance.spark.writer.write_partition`, which imports
+only pyarrow and pylance and freezes the worker's long-lived objects (``gc.freeze``) so that PySpark's full
+garbage collection after every task does not walk them again.
 """
 
 from __future__ import annotations
@@ -173,7 +175,9 @@ def stage_dataframe(
     every row it hands to the Python workers, which doubles the cost of the transfer
     (:func:`uncapped_arrow_batches`). Setting it in the session (``spark-submit --conf``) gives other Arrow
     Python UDFs the same speed-up; set a smaller value only if ``spark.sql.execution.arrow.maxRecordsPerBatch``
-    rows (10,000 by default) can outgrow a Python worker's memory.
+    rows (10,000 by default) can outgrow a Python worker's memory. In the Python workers, the objects alive when a
+    partition starts are frozen (``gc.freeze``: never walked by the cycle collector again, still freed by
+    reference counting), see :func:`airflow_provider_lance.spark.writer.write_partition`.
 
     :param df: the DataFrame to write.
     :param namespace: the namespace that will commit the version.

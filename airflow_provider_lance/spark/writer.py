@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 #: The schema of what each Spark task returns: one row per fragment written.
 RESULT_SCHEMA = "fragment string, writer_pid long"
 
+#: Whether this process (a reused Python worker) already froze its long-lived objects; see write_partition.
+_worker_frozen = False
+
 
 def write_partition(
     batches: Iterator[pa.RecordBatch],
@@ -33,10 +36,11 @@ def write_partition(
 ) -> Iterator[pa.RecordBatch]:
     """Write one Spark partition as Lance fragments (runs in a Spark Python worker, in ``mapInArrow``).
 
-    The worker's objects alive at the start (its modules: pyspark, pyarrow, pandas, lance) are moved out of the
-    garbage collector's reach with :func:`gc.freeze`: a reused PySpark worker runs a full ``gc.collect()``
-    after every task (``pyspark.daemon``), and walking those modules each time was half of the worker's CPU
-    in a staging job. Frozen objects are still freed by reference counting; only cycles among them stay.
+    The first partition a worker writes moves the objects alive at that point (its modules: pyspark, pyarrow,
+    pandas, lance) out of the garbage collector's reach with :func:`gc.freeze`: a reused PySpark worker runs a
+    full ``gc.collect()`` after every task (``pyspark.daemon``), and walking those modules each time was half
+    of the worker's CPU in a staging job. Frozen objects are still freed by reference counting; only cycles
+    among them stay, and only those of the first task (later ones are not frozen).
 
     :param batches: the partition's Arrow batches.
     :param location: the table location.
@@ -46,10 +50,13 @@ def write_partition(
     :param max_rows_per_file: the largest number of rows in one data file.
     :return: one batch of ``(fragment, writer_pid)`` rows (none for an empty partition).
     """
+    global _worker_frozen
     import lance.fragment
     import pyarrow as pa
 
-    gc.freeze()
+    if not _worker_frozen:
+        gc.freeze()
+        _worker_frozen = True
     schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
     columns = schema.names
 
