@@ -8,7 +8,9 @@ old versions.
 
 Spark setting: the staging jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` (see
 :func:`uncapped_arrow_batches`) unless the session sets that key itself; that halves the cost of handing the rows
-to the Python workers.
+to the Python workers. The workers run :func:`airflow_provider_lance.spark.writer.write_partition`, which imports
+only pyarrow and pylance and freezes the worker's long-lived objects (``gc.freeze``) so that PySpark's full
+garbage collection after every task does not walk them again.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 import lance_namespace as ln
 import pyarrow as pa
 
+from airflow_provider_lance.spark.writer import RESULT_SCHEMA, write_partition
 from airflow_provider_lance.staging import (
     StageMode,
     StagingNamespace,
@@ -39,9 +41,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
-
-#: The schema of what each Spark task returns: one row per fragment written.
-RESULT_SCHEMA = "fragment string, writer_pid long"
 
 #: Spark's byte cap on the Arrow batches sent to Python workers, and the value (``Int.MaxValue``, the largest
 #: accepted) at which Spark stops measuring the batch after every row.
@@ -133,63 +132,6 @@ def uncapped_arrow_batches(spark: SparkSession) -> Iterator[bool]:
                     spark.conf.unset(ARROW_MAX_BYTES_PER_BATCH)
 
 
-def _write_partition(
-    batches: Iterator[pa.RecordBatch],
-    *,
-    location: str,
-    schema_ipc: bytes,
-    write_mode: str,
-    storage_options: dict[str, str],
-    max_rows_per_file: int,
-) -> Iterator[pa.RecordBatch]:
-    """Write one Spark partition as Lance fragments (runs in a Spark Python worker).
-
-    :param batches: the partition's Arrow batches.
-    :param location: the table location.
-    :param schema_ipc: the target Arrow schema, IPC-serialised.
-    :param write_mode: ``append`` (checked against the table's schema) or ``overwrite`` (new field ids).
-    :param storage_options: storage options for the table's files.
-    :param max_rows_per_file: the largest number of rows in one data file.
-    :return: one batch of ``(fragment, writer_pid)`` rows.
-    """
-    import json
-
-    import lance.fragment
-
-    schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
-    columns = schema.names
-
-    def conformed() -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            # Spark sends the DataFrame's columns: as is for a new table or an overwrite, conformed otherwise.
-            yield batch if batch.schema.equals(schema, check_metadata=True) else batch.select(columns).cast(schema)
-
-    stream = conformed()
-    first = next(stream, None)
-    if first is None:  # an empty partition writes nothing
-        return
-
-    def chained() -> Iterator[pa.RecordBatch]:
-        yield first
-        yield from stream
-
-    fragments = lance.fragment.write_fragments(
-        pa.RecordBatchReader.from_batches(schema, chained()),
-        location,
-        schema=schema,
-        mode=write_mode,
-        storage_options=storage_options or None,
-        max_rows_per_file=max_rows_per_file,
-    )
-    texts = [json.dumps(f.to_json(), separators=(",", ":")) for f in fragments]
-    yield pa.RecordBatch.from_pydict(
-        {"fragment": texts, "writer_pid": [os.getpid()] * len(texts)},
-        schema=pa.schema([("fragment", pa.string()), ("writer_pid", pa.int64())]),
-    )
-
-
 def _target_schema(df: DataFrame, target: StagingTarget, mode: StageMode) -> pa.Schema:
     """Return the schema the fragments are written with: the table's for an append, the DataFrame's otherwise.
 
@@ -233,7 +175,9 @@ def stage_dataframe(
     every row it hands to the Python workers, which doubles the cost of the transfer
     (:func:`uncapped_arrow_batches`). Setting it in the session (``spark-submit --conf``) gives other Arrow
     Python UDFs the same speed-up; set a smaller value only if ``spark.sql.execution.arrow.maxRecordsPerBatch``
-    rows (10,000 by default) can outgrow a Python worker's memory.
+    rows (10,000 by default) can outgrow a Python worker's memory. In the Python workers, the objects alive when a
+    partition starts are frozen (``gc.freeze``: never walked by the cycle collector again, still freed by
+    reference counting), see :func:`airflow_provider_lance.spark.writer.write_partition`.
 
     :param df: the DataFrame to write.
     :param namespace: the namespace that will commit the version.
@@ -325,7 +269,7 @@ def _prepare_write(
     schema = _target_schema(df, target, mode)
     write_mode = "append" if mode == "append" and target.exists else "overwrite"
     writer = functools.partial(
-        _write_partition,
+        write_partition,
         location=target.location,
         schema_ipc=schema.serialize().to_pybytes(),
         write_mode=write_mode,
