@@ -82,12 +82,10 @@ def test_write_section_replaces_its_part_and_appends_when_absent(tmp_path: Path)
 
 
 def test_spark_goal_covers_every_condition_measured() -> None:
-    idle = {"seconds": {"ours": [8.0, 9.0, 10.0], "parquet": [10.0, 10.0, 10.0], "transfer": [5.0]}}
-    assert spark.conditions(idle) == [("", 0.9)]
-    suffixed = {"seconds": {**idle["seconds"], "ours_busy": [12.0], "parquet_busy": [10.0]}}
-    assert spark.conditions(suffixed) == [("", 0.9), ("busy", 1.2)]
-    nested = {**idle, "second_core_busy": {"seconds": {"ours": [7.0], "parquet": [10.0]}}}
-    assert spark.conditions(nested) == [("", 0.9), ("second core busy", 0.7)]
+    quiet = {"seconds": {"ours": [8.0, 9.0, 10.0], "parquet": [10.0, 11.0, 12.0], "transfer": [5.0]}}
+    assert spark.conditions({**quiet, "seconds_loaded": {}}) == [("quiet", 0.8)]
+    loaded = {**quiet, "seconds_loaded": {"ours": [12.0, 13.0], "parquet": [10.0, 15.0]}}
+    assert spark.conditions(loaded) == [("quiet", 0.8), ("another job on the second core", 1.2)]
 
 
 def test_scale_goals_are_rendered_with_whether_they_hold() -> None:
