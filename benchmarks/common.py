@@ -4,7 +4,9 @@ shape, and the Markdown sections that are rewritten in place between markers.
 Settings (environment): ``BENCH_QUICK=1`` a small smoke run; ``BENCH_ONLY=operations,poke`` some sections
 (by prefix of their results key); ``BENCH_SIZES=300,1000`` the catalog sizes of the operations and poke
 sections; ``BENCH_SCALE_SIZES`` those of the scale section; ``BENCH_DIR`` where catalogs are built (and the
-scale section's catalogs cached between runs).
+scale section's catalogs cached between runs); ``BENCH_MERGE=1`` with ``BENCH_ONLY``: the selected sections
+replace theirs in the last full run's ``latest.json`` and the page is rendered again (it names each section
+measured on another day than the full run).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "").split(",") if n]
 BENCH_DIR = os.environ.get("BENCH_DIR", "")
 # A partial run (BENCH_ONLY or BENCH_SIZES) must not overwrite the last full run's numbers (docs/benchmarks.md
 # is rendered from latest.json): it writes partial.json and leaves the page alone.
-PARTIAL = bool(ONLY or SIZES)
+MERGE = bool(ONLY) and os.environ.get("BENCH_MERGE", "") not in ("", "0", "false")
+PARTIAL = bool(ONLY or SIZES) and not MERGE
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "benchmarks" / "results"
 DOC = REPO / "docs" / "benchmarks.md"

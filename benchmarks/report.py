@@ -68,6 +68,7 @@ def render(results: dict[str, Any]) -> str:
         f" Machine: {results.get('machine')}; pylance {results.get('pylance')} (`lance.namespace.DirectoryNamespace`,"
         f" Rust) as the reference; total run time {results.get('total_seconds', 0):.0f} s"
         f"{' (QUICK mode: small sizes, few repetitions — not for comparison)' if results.get('quick') else ''}.",
+        *_remeasured(results),
         "",
         "Both engines run on byte-identical copies of each catalog, one after the other or interleaved.",
         "Latencies are wall-clock milliseconds of one call from Python; ratio = ours / reference (< 1 is faster).",
@@ -99,3 +100,12 @@ def render(results: dict[str, Any]) -> str:
 
 if __name__ == "__main__":
     DOC.write_text(render(json.loads((RESULTS_DIR / "latest.json").read_text())))
+
+
+def _remeasured(results: dict[str, Any]) -> list[str]:
+    """A line naming the sections measured again after the full run (``BENCH_MERGE``), with their dates."""
+    later = {name: day for name, day in (results.get("_measured_on") or {}).items() if day != results.get("date")}
+    if not later:
+        return []
+    named = ", ".join(f"`{name}` ({day})" for name, day in sorted(later.items()))
+    return [f"Measured again later (each section in one run against the reference): {named}."]

@@ -26,7 +26,7 @@ from typing import Any
 import lance
 
 from benchmarks import catalog
-from benchmarks.common import BENCH_DIR, DOC, PARTIAL, QUICK, REPO, RESULTS_DIR, log, selected
+from benchmarks.common import BENCH_DIR, DOC, MERGE, PARTIAL, QUICK, REPO, RESULTS_DIR, log, selected
 from benchmarks.report import SECTIONS, render
 
 RESULTS = RESULTS_DIR / ("quick.json" if QUICK else "partial.json" if PARTIAL else "latest.json")
@@ -44,6 +44,8 @@ def main() -> int:
         "pylance": lance.__version__,
         "date": time.strftime("%Y-%m-%d"),
     }
+    if MERGE:  # the last full run, its selected sections measured again
+        results = json.loads(RESULTS.read_text())
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for name, measure in (job for module in SECTIONS for job in module.jobs(work)):
         if not selected(name):
@@ -56,8 +58,11 @@ def main() -> int:
             log(f"section {name} failed: {type(error).__name__}: {error}")
             results.setdefault("_failed", {})[name] = f"{type(error).__name__}: {error}"
         results.setdefault("_seconds", {})[name] = time.perf_counter() - section_started
+        if MERGE:
+            results.setdefault("_measured_on", {})[name] = time.strftime("%Y-%m-%d")
         RESULTS.write_text(json.dumps(results, indent=1, default=str))  # after every section
-    results["total_seconds"] = time.perf_counter() - started
+    if not MERGE:
+        results["total_seconds"] = time.perf_counter() - started
     RESULTS.write_text(json.dumps(results, indent=1, default=str))
     if PARTIAL:
         log(f"wrote {RESULTS.relative_to(REPO)} (partial run: docs/benchmarks.md not rewritten)")
