@@ -256,3 +256,36 @@ def test_threads_share_one_sort_of_a_snapshot(monkeypatch: pytest.MonkeyPatch) -
     for thread in threads:
         thread.join()
     assert len({id(index) for index in seen}) == 1 and not seen[0].unsorted
+
+
+def test_pages_of_a_namespace_list_every_child_once_in_byte_order(tmp_path: Any) -> None:
+    """ListTables and ListNamespaces paged with every limit list each direct child once, in UTF-8 byte order,
+    past subtrees of nested namespaces and with names that sort around the delimiter."""
+    import lance_namespace as ln
+
+    from airflow_provider_lance.namespace import DirectoryNamespace
+
+    namespace = DirectoryNamespace(root=str(tmp_path))
+    namespace.create_namespace(ln.CreateNamespaceRequest(id=["n"]))
+    tables = ["a", "a b", "a#", "a%", "a?", "é", "中", "Z", "10", "9", "a%25"]
+    children = ["a!", "m", "éé"]
+    for child in children:
+        namespace.create_namespace(ln.CreateNamespaceRequest(id=["n", child]))
+        namespace.declare_table(ln.DeclareTableRequest(id=["n", child, "inner"]))
+    for name in tables:
+        namespace.declare_table(ln.DeclareTableRequest(id=["n", name]))
+    for limit in (1, 2, 3, 5, len(tables), len(tables) + 1):
+        for method, request, expected in (
+            (namespace.list_tables, ln.ListTablesRequest, tables),
+            (namespace.list_namespaces, ln.ListNamespacesRequest, children),
+        ):
+            listed, token = [], None
+            while True:
+                page = method(request(id=["n"], limit=limit, page_token=token))
+                names = page.tables if method == namespace.list_tables else page.namespaces
+                listed += names
+                token = page.page_token
+                assert len(names) <= limit and (token is None or token == names[-1])
+                if token is None:
+                    break
+            assert listed == sorted(expected, key=key)
