@@ -29,10 +29,16 @@ def check_race(props: dict[str, str], kinds: list[str]) -> None:
             assert outcome == "ok" or outcome in losers, (kind, outcome)
     expected = {f"{kind}{index}_{i}" for index, kind in enumerate(kinds) for i in range(ROUNDS)}
     expected |= {f"shared_{i}" for i in range(ROUNDS)}
-    for reader in (DirectoryNamespace(**props), ReferenceNamespace(**props)):
-        assert set(reader.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces) == expected
-        for name in expected - {f"shared_{i}" for i in range(ROUNDS)}:
-            assert reader.list_tables(ln.ListTablesRequest(id=[name])).tables == ["t"]
+    # both readers are asked before anything is asserted: a failure says which of them misses what
+    seen = {}
+    for label, reader in (("ours", DirectoryNamespace(**props)), ("reference", ReferenceNamespace(**props))):
+        namespaces = set(reader.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces)
+        tables = {
+            name: reader.list_tables(ln.ListTablesRequest(id=[name])).tables
+            for name in expected - {f"shared_{i}" for i in range(ROUNDS)}
+        }
+        seen[label] = (namespaces ^ expected, {name: found for name, found in tables.items() if found != ["t"]})
+    assert seen == {"ours": (set(), {}), "reference": (set(), {})}, (seen, outcomes)
 
 
 def test_ours_and_the_reference_race_on_one_local_catalog(tmp_path: Path) -> None:
