@@ -10,9 +10,11 @@ manifests. A crash after (2) is finished by the next reader (versions.finish).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lance_namespace import (
     BatchCreateTableVersionsRequest,
@@ -32,7 +34,7 @@ from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.concurrency import map_concurrently
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow
-from airflow_provider_lance.namespace.storage import FileInfo
+from airflow_provider_lance.namespace.storage import FileInfo, is_transient_error
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
     finalize,
@@ -45,6 +47,8 @@ from airflow_provider_lance.namespace.versions import (
     version_names,
     version_rows,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -250,18 +254,42 @@ def version_conflict(error: DuplicateObjectError) -> ConcurrentModificationError
 
 def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[TableVersion]:
     """Steps (3) and (4) after the commit point: copy each staged manifest to its final name (concurrently on
-    remote stores), then repoint every row in one upsert."""
+    remote stores), then repoint every row in one upsert.
+
+    The versions are committed whatever happens here, so a store that stops answering does not fail the
+    operation (its caller would believe nothing was committed): a version whose copy failed keeps pointing at
+    its staged manifest, a valid manifest that the next engine call touching the table finishes."""
+    pairs = list(zip(entries, rows, strict=True))
     finalized_metadata = map_concurrently(
-        lambda pair: finalize(catalog, pair[0].staged_key, pair[0].final_key, pair[1].metadata or {}),
-        list(zip(entries, rows, strict=True)),
-        catalog.storage.is_remote,
+        lambda pair: _finalize_committed(catalog, *pair), pairs, catalog.storage.is_remote
     )
     finalized = [
         ManifestRow(row.object_id, TABLE_VERSION, None, metadata)
         for row, metadata in zip(rows, finalized_metadata, strict=True)
+        if metadata is not row.metadata
     ]
-    catalog.manifest.upsert(finalized)
+    if finalized:
+        try:
+            catalog.manifest.upsert(finalized)
+        except Exception as error:
+            if not is_transient_error(error):
+                raise
+            log.warning("Committed versions left pointing at their copied manifests (finished later): %s", error)
     return [table_version_from(entry.version, meta) for entry, meta in zip(entries, finalized_metadata, strict=True)]
+
+
+def _finalize_committed(catalog: Catalog, entry: VersionEntry, row: ManifestRow) -> dict[str, Any]:
+    """The committed row's metadata after step (3); the row's own (staged) metadata when the store failed."""
+    meta = row.metadata or {}
+    try:
+        return finalize(catalog, entry.staged_key, entry.final_key, meta)
+    except Exception as error:
+        if not is_transient_error(error):
+            raise
+        log.warning(
+            "Version %s committed; its manifest stays staged until a later call finishes it: %s", row.object_id, error
+        )
+        return meta
 
 
 def _staged_info(catalog: Catalog, entry: VersionEntry) -> FileInfo | None:

@@ -168,7 +168,9 @@ class LanceBatchCreateTableVersionsOperator(LanceCommitOperator):
             )
         self._check_entries(todo)
         tables = ", ".join(format_identifier(e.id) for e in todo)
-        with self._namespace_errors(f"Cannot commit table versions of {tables} (nothing was committed)"):
+        with self._namespace_errors(
+            f"Cannot commit table versions of {tables} (all or none; a retry of this task finds a commit of this run)"
+        ):
             response = self.hook.batch_create_table_versions(todo)
         versions = list(getattr(response, "versions", None) or [])
         committed = list(done)

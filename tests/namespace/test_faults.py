@@ -24,6 +24,7 @@ from typing import Any
 import lance
 import lance_namespace as ln
 import pytest
+from botocore.exceptions import EndpointConnectionError
 from lance_namespace_urllib3_client.models.version_range import VersionRange
 
 from airflow_provider_lance.namespace import DirectoryNamespace
@@ -324,3 +325,37 @@ def test_fault_sweep(scenario: Scenario, tmp_path: Path) -> None:
     STATS[scenario.name] = {"requests": len(counter.calls), "cases": len(cases), "failures": len(failures)}
     print(f"\n{scenario.name}: {len(counter.calls)} requests, {len(cases)} faults injected, {len(failures)} failed")
     assert not failures, "\n".join(failures[:20])
+
+
+@pytest.mark.parametrize("failing", ["storage.copy_if_not_exists", "manifest.upsert"])
+def test_a_store_that_stops_answering_after_the_commit_point_does_not_fail_the_batch(
+    tmp_path: Path, failing: str
+) -> None:
+    """After the commit point the versions are committed: a copy or repoint that the store does not answer
+    (a transient error, after the client's retries) must not tell the caller that nothing was committed. The
+    batch answers its versions; the next call touching a table finishes what was left staged."""
+    ns = DirectoryNamespace(root=str(tmp_path), **MANAGED)
+    ctx = _build_batch(ns)
+    target, _, method = failing.partition(".")
+    holder = ns.storage if target == "storage" else ns.manifest
+    original = getattr(holder, method)
+
+    def unanswered(*args: Any, **kwargs: Any) -> Any:
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9/unanswered")
+
+    setattr(holder, method, unanswered)
+    try:
+        response = _batch_create(ns, ctx)
+    finally:
+        setattr(holder, method, original)
+    assert [v.version for v in response.versions] == [2, 2, 2]
+    left_staged = [  # the copies failed (the answer names the staged manifests) or the repointing did (the rows)
+        path
+        for path in [v.manifest_path for v in response.versions]
+        + [row.metadata["manifest_path"] for row in ns.manifest.query("object_type = 'table_version'")]
+        if "manifest-" in path
+    ]
+    assert left_staged, "the fault left no version staged: the test injected nothing"
+    _batch_final(DirectoryNamespace(root=str(tmp_path), **MANAGED), ctx)
+    for table in BATCH:  # finished by the reads above: path-based readers see version 2
+        assert lance.dataset(str(tmp_path / ns.manifest.get("$".join(table)).location)).version == 2
