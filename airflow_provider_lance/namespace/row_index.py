@@ -45,6 +45,8 @@ SORT_AT_ONCE = 1 << 16
 SORT_AFTER = 8
 # Appends to the tail are combined into one chunk past this many (a scan pays per chunk).
 _TAIL_CHUNKS = 32
+# Namespaces whose tail children an index keeps sorted (a listing's pages, clients listing the same namespace)
+_TAIL_LISTINGS = 8
 # Ids a listing walk reads at a time, at first (doubled on each read, so a long page costs few reads).
 _FIRST_WINDOW = 64
 _LAST_WINDOW = 4096
@@ -105,6 +107,9 @@ class RowIndex:
             tail_positions = {oid: indexed + at for at, oid in enumerate(self.tail.column("object_id").to_pylist())}
         # a short tail's ids: dictionary hits (a long one, never sorted yet, is scanned)
         self._tail_positions = tail_positions
+        # (prefix, type) -> the tail's child names sorted, as UTF-8 keys and as names: an index never changes,
+        # so every page of every listing of a namespace sorts its tail once, not once a call
+        self._tail_children: dict[tuple[str, str], tuple[list[bytes], list[str]]] = {}
 
     @classmethod
     def of(cls, table: pa.Table) -> RowIndex:
@@ -217,12 +222,24 @@ class RowIndex:
         """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the
         name without the delimiter), in UTF-8 byte order, those after ``after`` only. Lazy: a page reads
         only as far as it needs."""
-        after_key = after.encode() if after else b""
-        tail = self._tail_descendants(prefix, object_type)["object_id"].to_pylist()
-        names = [name for oid in tail if (name := oid[len(prefix) :]) and DELIMITER not in name]
-        extra = sorted((name for name in names if name.encode() > after_key), key=str.encode)
+        keys, names = self._tail_child_names(prefix, object_type)
+        extra = names[bisect_right(keys, after.encode()) :] if after else names
         walk = self._base_child_names(prefix, _code(object_type), after)
         return heapq.merge(walk, extra, key=str.encode) if extra else walk
+
+    def _tail_child_names(self, prefix: str, object_type: str) -> tuple[list[bytes], list[str]]:
+        """The tail's child names below ``prefix`` in byte order (sorted once per index and namespace)."""
+        cached = self._tail_children.get((prefix, object_type))
+        if cached is None:
+            tail = self._tail_descendants(prefix, object_type)["object_id"].to_pylist()
+            names = sorted(
+                (name for oid in tail if (name := oid[len(prefix) :]) and DELIMITER not in name), key=str.encode
+            )
+            cached = ([name.encode() for name in names], names)
+            if len(self._tail_children) >= _TAIL_LISTINGS:
+                self._tail_children.clear()  # threads may race here: at worst a listing sorts again
+            self._tail_children[(prefix, object_type)] = cached
+        return cached
 
     def _base_child_names(self, prefix: str, code: int, after: str | None) -> Iterator[str]:
         start, stop = self._range(prefix)
