@@ -98,10 +98,6 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    DOC.write_text(render(json.loads((RESULTS_DIR / "latest.json").read_text())))
-
-
 def _remeasured(results: dict[str, Any]) -> list[str]:
     """A line naming the sections measured again after the full run (``BENCH_MERGE``), with their dates."""
     later = {name: day for name, day in (results.get("_measured_on") or {}).items() if day != results.get("date")}
@@ -109,3 +105,7 @@ def _remeasured(results: dict[str, Any]) -> list[str]:
         return []
     named = ", ".join(f"`{name}` ({day})" for name, day in sorted(later.items()))
     return [f"Measured again later (each section in one run against the reference): {named}."]
+
+
+if __name__ == "__main__":
+    DOC.write_text(render(json.loads((RESULTS_DIR / "latest.json").read_text())))

@@ -337,6 +337,23 @@ def _ratio(mine: float, theirs: float) -> str:
     return f"{mine / theirs:.2f}x" if theirs else "n/a"
 
 
+# Why a goal can be missed and what would come next (shown on the page when it is)
+_DECLARE_ALONE = (
+    "One client's declare waits for its own `__manifest` commit, and every 8th commit also compacts `__manifest`"
+    " (a copy-on-write rewrite of every row, 6-10 ms at this size: `manifest_maintenance_every`), so our p50 is"
+    " below the reference's while our mean, which throughput measures, is at par with it.",
+    "Compact after the answer in a long-lived server (a background turn), keeping compaction in the writers' turn.",
+)
+_GROUP_COMMIT = (
+    "One server commits one group at a time (~13 declares per `__manifest` commit here); the commit and each"
+    " declare's own work (HTTP, validation, the `.lance-reserved` marker and its directory: ~2 ms of server CPU"
+    " per declare) share this machine's 2 cores with the 32 client threads. The reference's 8 processes measure"
+    " 123-190 writes/s from run to run here, which alone moves the ratio between 3.5x and 5x.",
+    "Less server CPU per declare (the marker written with its directory in one call, cheaper request parsing),"
+    " and `--workers 2` measured against the same processes.",
+)
+
+
 def goals(results: dict[str, Any]) -> list[Target]:
     """Each goal of the section."""
     rows = []
@@ -354,6 +371,7 @@ def goals(results: dict[str, Any]) -> list[Target]:
                 "≥ 1.0x",
                 measured,
                 ratios[worst] >= 1.0,
+                _DECLARE_ALONE if worst == "declare" else None,
             )
         )
     rest_describe = results["ours"]["1"]["describe"]["p50_ms"]
@@ -374,6 +392,7 @@ def goals(results: dict[str, Any]) -> list[Target]:
             "≥ 5x",
             f"{ours_32:.0f} vs {processes:.0f} writes/s: {_ratio(ours_32, processes)}",
             ours_32 >= 5 * processes,
+            _GROUP_COMMIT,
         )
     )
     pokes = results["pokes"]
