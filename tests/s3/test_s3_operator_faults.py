@@ -42,10 +42,15 @@ def test_a_retried_batch_commit_commits_once_under_lost_acknowledgements(moto_se
     print(f"\nseed {seed}: {injected} lost acknowledgements; attempts answered {results}")
     assert injected > 0
     expected = [{"table_id": [name], "version": 2} for name in ("a", "b", "c")]
-    assert results == [
-        {"versions": expected, "already_committed": False},  # lost acknowledgements recognised by the engine
-        {"versions": expected, "already_committed": True},  # the retry finds this run's commit
-    ]
+    first, retry = results
+    if isinstance(first, str):
+        # the store failed a request before the commit point past the client's retries: a clean failure that
+        # blames nobody, and the retry commits (a failure after the commit point would make it find the commit)
+        assert first.startswith("AirflowException(") and "ServiceUnavailableError" in first, first
+        assert retry == {"versions": expected, "already_committed": False}
+    else:
+        assert first == {"versions": expected, "already_committed": False}  # lost acks recognised by the engine
+        assert retry == {"versions": expected, "already_committed": True}  # the retry finds this run's commit
     set_conn(root=root, extra={key: value for key, value in direct.items() if key != "root"})
     hook_view = LanceHook()
     for name in ("a", "b", "c"):
