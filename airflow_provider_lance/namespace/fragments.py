@@ -72,6 +72,25 @@ def commit_rewrite(
     )
 
 
+def commit_compaction(
+    dataset: lance.LanceDataset,
+    old: list[FragmentMetadata],
+    new: list[FragmentMetadata],
+    storage_options: dict[str, str] | None,
+) -> lance.LanceDataset:
+    """Replace the fragments ``old`` by ``new`` (their rows rewritten), the others unchanged, as a Lance
+    *Rewrite* with no retries: it fails on a concurrent change of ``old``, and every guarded append (a Merge
+    of all fragments) fails on it. The table has no index (see ``maintenance.compact``)."""
+    group = lance.LanceOperation.RewriteGroup(old_fragments=old, new_fragments=new)
+    return lance.LanceDataset.commit(
+        dataset,
+        lance.LanceOperation.Rewrite(groups=[group], rewritten_indices=[]),
+        read_version=dataset.version,
+        max_retries=0,
+        storage_options=storage_options,
+    )
+
+
 def data_file_paths(fragments: list[FragmentMetadata]) -> list[str]:
     """The data files (relative to the table's ``data/``) that ``fragments`` wrote."""
     return [data_file.path for fragment in fragments for data_file in fragment.files]
