@@ -184,19 +184,22 @@ def growth(measured: dict[str, Any], at: str = "after_200_describes") -> float:
 
 
 _WHY_SLOW = (
-    "Our engine answers from the rows of `__manifest` it keeps in memory (Arrow columns of all 2N rows); a call"
-    " that filters or sorts every row (a `pyarrow.compute` pass per lookup, a sort of the namespace's names per"
-    " list page) costs time in proportion to the catalog, where the reference's scans use Lance's own indexes"
-    " and statistics. Opening reads all rows once (the reference reads what the first answer needs).",
-    "Engine: indexes built once per manifest version next to the cached rows (object id to row, each"
-    " namespace's names sorted), so that lookups and list pages no longer touch every row.",
+    "A lookup is a binary search over the sorted object ids and a list page a walk from its token, so both grow"
+    " with log N; a catalog read whole above 65,536 rows is scanned until its ids are sorted (once, ~0.3 s at"
+    " 2,000,000 rows, not in the p50); a declare's `__manifest` compaction rewrites only the small fragments"
+    " (maintenance.LARGE_FRAGMENT_ROWS). Single runs on this shared 2-core machine spread by up to 2x: the same"
+    " code's declare p50 at 100,000 tables measured 2.0-4.2 ms in six runs on the reset catalog, most of the"
+    " spread in pylance's own commit (0.9-1.9 ms).",
+    "Profile that size alone on a quiet machine (`BENCH_SCALE_SIZES=<N> python -m benchmarks.scale`).",
 )
 _WHY_RSS = (
-    "Our engine loads the rows of every `__manifest` entry on the first answer and keeps them; the reference's"
-    " DescribeTable reads only the rows it needs (a filtered Lance scan), and it loads the whole manifest only"
-    " for a list page or a write (compare the memory after every call).",
-    "Engine: keep only the columns the answers need (object ids, types and locations; metadata on demand), as"
-    " dictionary-encoded or offsets-only arrays.",
+    "Most of either engine's VmRSS growth is pylance's code, paged in the first time a Lance table is read"
+    " (~60 MB of file-backed pages of its shared library, shared by every process of the machine: compare the"
+    " private column). What is ours is the rows: the engine keeps every `__manifest` row (Arrow columns) and its"
+    " index in memory to answer in microseconds, where the reference's DescribeTable reads only the rows it"
+    " needs; after list pages and declares the reference holds the whole manifest too, and ours is the smaller.",
+    "Keep only the columns the answers need (object ids, types, locations; properties read on demand), and let a"
+    " process that only reads answer from a rows object (Arrow IPC, as on S3) without loading pylance's code.",
 )
 
 
@@ -262,19 +265,21 @@ def section(results: dict[str, Any]) -> list[str]:
         " to its built state before each), one after the other. *Open* = construct + the first DescribeTable;"
         " memory = VmRSS right after importing lance, pyarrow and the engine (*imported*), after the first answer,"
         " after 200 describes and at the end (after every call); growth = after 200 describes - imported (the"
-        " catalog's memory). p50 of"
+        " catalog's memory); *private* = the growth of RssAnon after 200 describes and at the end (VmRSS less"
+        " file-backed pages: pylance's code, paged in the first time either engine reads a Lance table, is ~60 MB"
+        " of each engine's VmRSS growth and is shared by every process of the machine). p50 of"
         f" {scale['reps']} calls (DescribeTable: 200) of varying child-namespace tables; a list page is"
         " `list_tables(id=['bench'], limit=1000)` after a varying `page_token`; declares add new tables."
         f" Section run time {scale['seconds']:.0f} s.",
         "",
         "| tables | engine | open ms | describe p50 | exists p50 | list page p50 | declare p50 | RSS imported"
-        " / first answer / after 200 / end MB | growth MB | probe s |",
-        "|---:|---|---:|---:|---:|---:|---:|---|---:|---:|",
+        " / first answer / after 200 / end MB | growth MB | private MB after 200 / end | probe s |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---:|---|---:|",
     ]
     for size, engines in scale["probes"].items():
         for engine, measured in engines.items():
             if "error" in measured:
-                lines.append(f"| {int(size):,} | {engine} | **failed**: {measured['error']} | | | | | | | |")
+                lines.append(f"| {int(size):,} | {engine} | **failed**: {measured['error']} | | | | | | | | |")
                 continue
             ops, rss = measured["operations"], measured["rss_mb"]
             lines.append(
@@ -282,7 +287,7 @@ def section(results: dict[str, Any]) -> list[str]:
                 + " | ".join(ms(ops[op]["p50"]) for op in OPERATIONS)
                 + f" | {rss['imported']:,.0f} / {rss['first_answer']:,.0f} / {rss['after_200_describes']:,.0f}"
                 f" / {rss['end']:,.0f}"
-                f" | {growth(measured):,.0f} | {measured['seconds']:.0f} |"
+                f" | {growth(measured):,.0f} | {_private(measured)} | {measured['seconds']:.0f} |"
             )
     lines += ["", "Ours ÷ reference (p50, open, memory growth):", ""]
     lines += ["| tables | open | " + " | ".join(OPERATIONS) + " | growth |", "|---:|" + "---:|" * 6]
@@ -298,6 +303,14 @@ def section(results: dict[str, Any]) -> list[str]:
         )
     lines += ["", "Catalogs: " + "; ".join(_built(size, made) for size, made in scale["catalogs"].items()) + ".", ""]
     return lines
+
+
+def _private(measured: dict[str, Any]) -> str:
+    """The growth of the private memory (RssAnon) after 200 describes and at the end, when measured."""
+    anon = measured.get("anon_mb")
+    if not anon:
+        return "-"
+    return " / ".join(f"{anon[at] - anon['imported']:,.0f}" for at in MEMORY)
 
 
 def _built(size: str, made: dict[str, Any]) -> str:

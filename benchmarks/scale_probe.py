@@ -21,13 +21,19 @@ LIST_LIMIT = 1000
 DESCRIBES = 200  # memory is read again after these
 
 
-def rss_mb() -> float:
-    """This process's resident set (VmRSS) in MB."""
+def rss_mb(field: str = "VmRSS") -> float:
+    """This process's resident set (``VmRSS``), or its private part (``RssAnon``: without the file-backed pages
+    of the shared libraries' code, which every process of the machine shares), in MB."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def measure_memory(at: str, rss: dict[str, float], anon: dict[str, float]) -> None:
+    """Record VmRSS and RssAnon at the moment ``at``."""
+    rss[at], anon[at] = rss_mb(), rss_mb("RssAnon")
 
 
 def pick(i: int, size: int, seed: int) -> str:
@@ -70,12 +76,14 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
         from lance.namespace import DirectoryNamespace as Namespace
     size, reps, tokens = job["size"], job["reps"], job["tokens"]
     gc.collect()
-    rss = {"imported": rss_mb()}
+    rss: dict[str, float] = {}
+    anon: dict[str, float] = {}
+    measure_memory("imported", rss, anon)
     started = time.perf_counter()
     namespace = Namespace(root=job["root"])
     first = namespace.describe_table(ln.DescribeTableRequest(id=[NAMESPACE, pick(0, size, 1)]))
     open_ms = (time.perf_counter() - started) * 1000
-    rss["first_answer"] = rss_mb()
+    measure_memory("first_answer", rss, anon)
     assert first.location, "the first describe has no location"
 
     def describe(i: int) -> None:
@@ -92,15 +100,15 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
         namespace.declare_table(ln.DeclareTableRequest(id=[NAMESPACE, f"new{i}"]))
 
     describes = timed(describe, DESCRIBES)
-    rss["after_200_describes"] = rss_mb()
+    measure_memory("after_200_describes", rss, anon)
     operations = {
         "describe_table": describes,
         "table_exists": timed(exists, reps),
         "list_tables page": timed(list_page, reps),
         "declare_table": timed(declare, reps),
     }
-    rss["end"] = rss_mb()
-    return {"open_ms": open_ms, "rss_mb": rss, "operations": operations}
+    measure_memory("end", rss, anon)
+    return {"open_ms": open_ms, "rss_mb": rss, "anon_mb": anon, "operations": operations}
 
 
 if __name__ == "__main__":
