@@ -7,38 +7,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import lancedb
-import pyarrow as pa
 import pytest
 
 from airflow_provider_lance.namespace import IMPL
-
-SCHEMA = pa.schema([("id", pa.int64()), ("vec", pa.list_(pa.float32(), 2))])
-
-
-def _rows(ids: list[int]) -> pa.Table:
-    return pa.table({"id": ids, "vec": [[i / 10, i / 10 + 0.1] for i in ids]}, schema=SCHEMA)
+from tests.lancedb_round_trip import round_trip, vector_rows
 
 
 @pytest.mark.parametrize("managed", ["false", "true"])
 def test_lancedb_round_trip_on_our_engine(tmp_path: Path, managed: str) -> None:
     db = lancedb.connect_namespace(IMPL, {"root": str(tmp_path), "table_version_management": managed})
-    table = db.create_table("t", _rows([1, 2, 3]))
-    table.add(_rows([4]))
-    table.create_scalar_index("id")
-    assert table.count_rows() == 4
-    assert table.search([0.1, 0.2]).limit(2).to_arrow()["id"].to_pylist() == [1, 2]
-    table.update(where="id = 1", values={"id": 10})
-    table.delete("id = 2")
-    assert sorted(table.to_arrow()["id"].to_pylist()) == [3, 4, 10]
-    assert list(db.table_names()) == ["t"]
+    round_trip(db)
     db.drop_table("t")
     assert list(db.table_names()) == []
 
 
 @pytest.mark.parametrize(("writer", "reader"), [(IMPL, "dir"), ("dir", IMPL)], ids=["ours-to-ref", "ref-to-ours"])
 def test_lancedb_reads_what_the_other_implementation_wrote(tmp_path: Path, writer: str, reader: str) -> None:
-    written = lancedb.connect_namespace(writer, {"root": str(tmp_path)}).create_table("t", _rows([1, 2, 3]))
-    written.add(_rows([4]))
+    written = lancedb.connect_namespace(writer, {"root": str(tmp_path)}).create_table("t", vector_rows([1, 2, 3]))
+    written.add(vector_rows([4]))
     table = lancedb.connect_namespace(reader, {"root": str(tmp_path)}).open_table("t")
     assert sorted(table.to_arrow()["id"].to_pylist()) == [1, 2, 3, 4]
     assert table.search([0.4, 0.5]).limit(1).to_arrow()["id"].to_pylist() == [4]
