@@ -79,14 +79,15 @@ def compact(manifest: _Manifest, retries: int | None = None) -> dict[str, int]:
         if attempts and fragments.holds(dataset, attempts[-1]):
             # the last attempt landed though its commit reported a conflict
             return dataset, _counts(len(present), 0, 0)
-        kept = [fragment for fragment in present if _settled(fragment)]
+        kept: list[lance.LanceFragment] = []
+        small: list[lance.LanceFragment] = []
+        for fragment in present:
+            (kept if _settled(fragment) else small).append(fragment)
         if not kept or dataset.list_indices():
             # the version's rows are in memory (read incrementally): no scan, so the race window is one write
             attempts.append(fragments.write_rows(dataset, snapshot.table().cast(dataset.schema), options))
             committed = fragments.commit_rewrite(dataset, attempts[-1], options)
             return committed, _counts(len(present), len(present), len(attempts[-1]))
-        kept_ids = {fragment.fragment_id for fragment in kept}
-        small = [fragment for fragment in present if fragment.fragment_id not in kept_ids]
         if len(small) < 2:
             return dataset, _counts(len(present), 0, 0)  # nothing to merge: no commit
         # the small fragments hold the rows of the commits since the last compaction: a short read
@@ -116,7 +117,14 @@ def _settled(fragment: lance.LanceFragment) -> bool:
     physical = fragment.metadata.physical_rows or 0
     if physical < LARGE_FRAGMENT_ROWS:
         return False
-    return fragment.metadata.deletion_file is None or physical - fragment.count_rows() < DELETED_SHARE * physical
+    deletion = fragment.metadata.deletion_file
+    if deletion is None:
+        return True
+    # the manifest records the count (no read of the deletion file); older writers may not have
+    deleted = deletion.num_deleted_rows
+    if deleted is None:
+        deleted = physical - fragment.count_rows()
+    return deleted < DELETED_SHARE * physical
 
 
 def _compact(manifest: _Manifest, result: dict[str, Any], retries: int | None) -> None:
