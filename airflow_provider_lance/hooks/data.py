@@ -249,7 +249,7 @@ class LanceTableDataMixin:
                 "fragments_removed": metrics.fragments_removed,
                 "fragments_added": metrics.fragments_added,
             }
-        if optimize_indices and dataset.list_indices():
+        if optimize_indices and dataset.describe_indices():
             dataset.optimize.optimize_indices()
         if cleanup_older_than is not None:
             stats = dataset.cleanup_old_versions(older_than=cleanup_older_than)

@@ -28,7 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lance.fragment import FragmentMetadata
 
-from airflow_provider_lance.namespace import fragments
+from airflow_provider_lance.namespace import fragments, maintenance
+from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.manifest_rows import sql_string
 from airflow_provider_lance.namespace.row_index import RowIndex
@@ -150,45 +151,54 @@ class _Written:
 
     requests: list[Request] = field(default_factory=list)
     fragments: list[FragmentMetadata] = field(default_factory=list)
+    base: Snapshot | None = None  # the version whose every row the file also holds (a rewrite), if any
 
     def discard(self, storage: Storage) -> None:
         if self.fragments:
             fragments.delete_files(storage, MANIFEST_DIR, self.fragments)  # no version holds it: none will
-        self.requests, self.fragments = [], []
+        self.requests, self.fragments, self.base = [], [], None
 
 
 @dataclass
 class InsertGroup:
     """One commit of a group of inserts: a guarded append (fragments.py) of every request that is not a
-    duplicate of a row of the version it goes on top of or of an earlier request of the group.
+    duplicate of a row of the version it goes on top of or of an earlier request of the group. When the
+    maintenance policy would compact right after it with a rewrite of every row, the commit is that rewrite
+    (``maintenance.rewrite_due``): the version's rows and the new ones in one file, as one Overwrite.
 
     :param group: the requests, in queue order.
     :param storage: where a data file no version took is deleted.
     :param storage_options: what pylance writes with.
+    :param policy: when ``__manifest`` compacts.
     """
 
     group: list[Request]
     storage: Storage
     storage_options: dict[str, str] | None
+    policy: MaintenancePolicy
     seen: Snapshot | None = None  # the version the last attempt validated against
     _written: _Written = field(default_factory=_Written)
 
-    def prepare(self, dataset: lance.LanceDataset) -> None:
+    def prepare(self, snapshot: Snapshot) -> None:
         """Write the data file of every request before the writers' turn (only the commit needs it): usually
         none of them is a duplicate and the file is committed as it is."""
-        self._write([request for request in self.group if not request.answered], dataset)
+        dataset = snapshot.private()
+        base = snapshot if maintenance.rewrite_due(dataset, self.policy) else None
+        self._write([request for request in self.group if not request.answered], dataset, base)
 
-    def _write(self, accepted: list[Request], dataset: lance.LanceDataset) -> None:
+    def _write(self, accepted: list[Request], dataset: lance.LanceDataset, base: Snapshot | None) -> None:
         data = pa.concat_tables([request.rows for request in accepted])
+        if base is not None:
+            data = pa.concat_tables([base.table().cast(dataset.schema), data.cast(dataset.schema)])
         self._written.fragments.extend(fragments.write_rows(dataset, data, self.storage_options))
-        self._written.requests = accepted
+        self._written.requests, self._written.base = accepted, base
 
     def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
         """One commit attempt on top of ``snapshot``."""
         self.seen = snapshot
         written = self._written
         if written.fragments and fragments.holds(dataset, written.fragments):
-            return dataset, None  # the append landed though its commit reported a conflict
+            return dataset, None  # the commit landed though it reported a conflict
         index = snapshot.index()
         accepted, taken = [], set()
         for request in self.group:
@@ -202,13 +212,15 @@ class InsertGroup:
                 continue
             accepted.append(request)
             taken.update(ids)
-        if accepted != written.requests:
+        base = snapshot if maintenance.rewrite_due(dataset, self.policy) else None
+        if accepted != written.requests or written.base is not base:
             written.discard(self.storage)
         if not accepted:
             raise NothingToCommit
         if not written.fragments:
-            self._write(accepted, dataset)
-        return fragments.commit_append(dataset, written.fragments, self.storage_options), None
+            self._write(accepted, dataset, base)
+        commit = fragments.commit_append if base is None else fragments.commit_rewrite
+        return commit(dataset, written.fragments, self.storage_options), None
 
     def change(self, index: RowIndex) -> RowIndex:
         """The cached rows after the commit: the accepted requests' rows appended."""
@@ -306,18 +318,19 @@ def commit_group(
     commit: Callable[..., Any],
     storage: Storage,
     conflict_retries: int,
-    dataset: lance.LanceDataset | None,
+    snapshot: Snapshot | None,
+    policy: MaintenancePolicy,
 ) -> Any:
-    """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); ``dataset``: a private
-    copy of the latest version known (None without ``__manifest``), to write data files on before the commit.
+    """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); ``snapshot``: the
+    latest version known (None without ``__manifest``), to write data files on before the commit.
     Returns the version the last attempt worked on (the answers of a group that needed no commit were found
     there)."""
     writes: InsertGroup | UpsertGroup | DeleteGroup
     if group[0].kind == INSERT:
-        writes = inserts = InsertGroup(group, storage, storage.options or None)
+        writes = inserts = InsertGroup(group, storage, storage.options or None, policy)
         try:
-            if dataset is not None:
-                inserts.prepare(dataset)
+            if snapshot is not None:
+                inserts.prepare(snapshot)
             commit(inserts.write, inserts.change)
         except BaseException as error:
             inserts.abandon()

@@ -262,8 +262,7 @@ class ManifestTable:
         """Commit a group of inserts, upserts or deletes (group_commit.py) as one ``__manifest`` commit."""
         self._scope.published = None
         snapshot = self._snapshot() if group[0].kind == INSERT else None
-        dataset = snapshot.private() if snapshot is not None else None
-        seen = commit_group(group, self.commit, self.storage, self.commit_retries, dataset)
+        seen = commit_group(group, self.commit, self.storage, self.commit_retries, snapshot, self.maintenance_policy)
         for request in group:  # the version that answered them: the commit's, or the one found to hold a duplicate
             request.snapshot = getattr(self._scope, "published", None) or seen
 

@@ -111,6 +111,31 @@ def test_automatic_maintenance_bounds_fragments(
     assert len(ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables) == 29
 
 
+def test_the_commit_due_for_a_rewrite_is_the_rewrite(tmp_path: Path) -> None:
+    """With only small fragments, the insert at a compaction version writes every row itself (one Overwrite):
+    no second commit, the rows unchanged, and the reference reads them all."""
+    ns = DirectoryNamespace(
+        root=str(tmp_path),
+        manifest_maintenance_every="4",
+        manifest_maintenance_fragments="2",
+        manifest_cleanup_every="0",
+    )
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["prod"]))
+    names = [f"t{i}" for i in range(13)]
+    for name in names:
+        ns.declare_table(ln.DeclareTableRequest(id=["prod", name]))
+    dataset = lance.dataset(str(tmp_path / "__manifest"))
+    operations = {
+        version: type(dataset.checkout_version(version).get_transactions(1)[0].operation).__name__
+        for version in range(2, dataset.version + 1)
+    }
+    assert dataset.version == 1 + 1 + len(names)  # the empty table, the namespace, one commit per declare
+    assert {version for version, name in operations.items() if name == "Overwrite"} == {4, 8, 12}
+    assert len(dataset.get_fragments()) == 1 + 3  # the version-12 rewrite and the three appends since
+    listed = ReferenceNamespace(root=str(tmp_path)).list_tables(ln.ListTablesRequest(id=["prod"])).tables
+    assert sorted(listed) == sorted(names)
+
+
 def test_concurrent_readers_and_writers_during_maintenance(
     tmp_path: Path, no_auto_maintenance: dict[str, str], short_windows: None
 ) -> None:
