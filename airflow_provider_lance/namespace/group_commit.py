@@ -195,9 +195,8 @@ class InsertGroup:
 
     def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
         """One commit attempt on top of ``snapshot``."""
-        self.seen = snapshot
-        written = self._written
-        if written.fragments and fragments.holds(dataset, written.fragments):
+        retry, self.seen, written = self.seen is not None, snapshot, self._written
+        if retry and written.fragments and fragments.holds(dataset, written.fragments):
             return dataset, None  # the commit landed though it reported a conflict
         index = snapshot.index()
         accepted, taken = [], set()
