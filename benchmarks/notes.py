@@ -32,6 +32,8 @@ ENGINE_NOTES = """## Engine changes behind these numbers (issue 15)
   that, 8 writer processes starved one writer past 20 retries).
 - **Compaction as a copy-on-write rewrite** (`maintenance.compact`), taken in the writers' turn with at most 2
   retries: a Lance *Rewrite* conflicts with every guarded append and lost every race against a busy writer.
+  The insert whose commit would be followed by a whole rewrite is that rewrite (`maintenance.rewrite_due`):
+  one Overwrite, not an append and then a rewrite (mean declare, one thread: 2.5 -> 2.2 ms).
 - **Writers of one instance take turns** (`ManifestTable._turn`, bounded wait): threads never conflict with each
   other, and a thread that waited commits on the snapshot the previous one published.
 - **Incremental refresh** (`Snapshot.table`): a version that only added fragments to the cached one is read by
