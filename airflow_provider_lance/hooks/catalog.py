@@ -34,7 +34,8 @@ class LanceCatalogMixin:
 
         :param table_id: An existing table.
         """
-        return bool(response_field(self.describe_table(table_id), "managed_versioning"))
+        described = self.describe_table(table_id, load_detailed_metadata=False)
+        return bool(response_field(described, "managed_versioning"))
 
     def catalog_mode(self) -> dict[str, Any]:
         """

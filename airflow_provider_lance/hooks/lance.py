@@ -320,11 +320,22 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         request = ln.DropTableRequest(id=parse_identifier(table_id))
         return as_model(self._call("drop_table", request), ln.DropTableResponse)
 
-    def describe_table(self, table_id: str | Sequence[str], version: int | None = None) -> Any:
-        """Describe a table; raises ``TableNotFoundError`` when missing."""
+    def describe_table(
+        self, table_id: str | Sequence[str], version: int | None = None, load_detailed_metadata: bool | None = None
+    ) -> Any:
+        """
+        Describe a table; raises ``TableNotFoundError`` when missing.
+
+        :param table_id: The table identifier.
+        :param version: A version to describe (the latest when None).
+        :param load_detailed_metadata: ``False`` when only the location, properties and storage options are
+            needed: the namespace then need not open the table. ``True`` asks for version, schema and stats.
+        """
         import lance_namespace as ln
 
-        request = ln.DescribeTableRequest(id=parse_identifier(table_id), version=version)
+        request = ln.DescribeTableRequest(
+            id=parse_identifier(table_id), version=version, load_detailed_metadata=load_detailed_metadata
+        )
         return as_model(self._call("describe_table", request), ln.DescribeTableResponse)
 
     def table_exists(self, table_id: str | Sequence[str]) -> bool:

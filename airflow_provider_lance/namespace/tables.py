@@ -37,6 +37,7 @@ from lance_namespace import (
     TableVersionNotFoundError,
     UnsupportedOperationError,
 )
+from lance_namespace_urllib3_client.models import TableBasicStats
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import versions
@@ -162,9 +163,11 @@ def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
 
 
 def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeTableResponse:
-    """DescribeTable: locate the table, open it with pylance when it has data, and return name, schema,
-    version and location. A declared table without data answers ``is_only_declared`` when the request sets
-    ``check_declared``."""
+    """DescribeTable: locate the table and return name, location and properties; with detailed metadata (the
+    default here, ``load_detailed_metadata`` unset or true) also open it with pylance for its version, schema
+    and (when asked for) stats. ``load_detailed_metadata=false`` opens nothing: the version is given only when
+    known without opening (asked for and checked, or the latest managed one). A declared table without data
+    answers ``is_only_declared`` when the request sets ``check_declared``."""
     parts = ids.validate_identifier(request.id, "table")
     table = catalog.find_table(parts)
     managed = catalog.managed()
@@ -182,17 +185,29 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         properties=table.properties,
         managed_versioning=True if managed else None,
     )
+    if request.load_detailed_metadata is False:
+        if request.version is not None:
+            versions.describe(catalog, table, version, managed)  # TableVersionNotFound when it does not exist
+        response.version = version
+        if request.check_declared and version is None:  # answered only when asked, as the reference does
+            response.is_only_declared = not versions.has_manifests(catalog, table)
+        return response
     # A declared table (no manifest yet) is answered from one listing instead of a failed open.
     declared_only = version is None and not managed and not versions.has_manifests(catalog, table)
     dataset = None if declared_only else open_dataset(catalog, table, version)
     if dataset is None:
         if request.version is not None:
             raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
-        if request.check_declared:  # answered only when asked, as the reference does
+        if request.check_declared:
             response.is_only_declared = True
         return response
     response.version = dataset.version
     response.var_schema = to_json_schema(dataset.schema)
+    if request.load_detailed_metadata:  # asked for explicitly: every detail, stats included
+        fragments = [fragment.metadata for fragment in dataset.get_fragments()]
+        response.stats = TableBasicStats(
+            num_deleted_rows=sum(fragment.num_deletions for fragment in fragments), num_fragments=len(fragments)
+        )
     return response
 
 

@@ -220,7 +220,7 @@ class LanceBaseOperator(BaseOperator):
         :param table: The table identifier.
         """
         try:
-            return self.hook.describe_table(table).location
+            return self.hook.describe_table(table, load_detailed_metadata=False).location
         except Exception:  # lineage is best effort: fall back to the table's asset identity
             return None
 

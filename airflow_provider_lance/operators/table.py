@@ -68,7 +68,7 @@ class _LanceAddTableOperator(LanceBaseOperator):
             self.log.info("%s table %s at %s", self._past, name, location)
         else:
             with self._namespace_errors(f"Cannot describe table {name}"):
-                location = self.hook.describe_table(ident).location
+                location = self.hook.describe_table(ident, load_detailed_metadata=False).location
             self.log.info("Table %s already exists at %s", name, location)
         self._touched([TouchedTable(ident, location, None)], "CREATE" if created else None)
         return {"table_id": ident, "location": location, "created": created}

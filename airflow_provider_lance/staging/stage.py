@@ -110,7 +110,7 @@ def prepare_target(
     table_id = list(table_id)
     declared = False
     try:
-        response = namespace.describe_table(ln.DescribeTableRequest(id=table_id))
+        response = namespace.describe_table(ln.DescribeTableRequest(id=table_id, load_detailed_metadata=False))
     except (ln.TableNotFoundError, ln.NamespaceNotFoundError) as err:
         if not create or (isinstance(err, ln.NamespaceNotFoundError) and not create_parents):
             raise
@@ -121,7 +121,7 @@ def prepare_target(
             declared = True
             log.info("Declared table %s", ".".join(table_id))
         except ln.TableAlreadyExistsError:
-            response = namespace.describe_table(ln.DescribeTableRequest(id=table_id))
+            response = namespace.describe_table(ln.DescribeTableRequest(id=table_id, load_detailed_metadata=False))
     location = _field(response, "location")
     if not location:
         raise ln.InvalidInputError(f"Namespace returned no location for table id '{table_id_key(table_id)}'")

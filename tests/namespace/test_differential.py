@@ -114,6 +114,35 @@ def test_describe_table_reports_version_and_schema(make_namespace):
     assert call(ns, "describe_table", id=["t"], version=9) == ("error", 11)
 
 
+def test_describe_table_honours_load_detailed_metadata(make_namespace, tmp_path):
+    """``load_detailed_metadata=false`` opens nothing (no version or schema, as the reference answers); a
+    missing version is still refused (the reference ignores ``version`` then); ``true`` adds the stats the
+    field's description asks for (the reference leaves them out)."""
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int32())})
+
+    def scenario(ns: LanceNamespace, root: Path) -> list:
+        do(ns, "create_namespace", id=["db"])
+        do(ns, "declare_table", id=["db", "t"])
+        do(ns, "declare_table", id=["db", "declared"])
+        lance.write_dataset(data, namespace_client=ns, table_id=["db", "t"], mode="overwrite")
+        lance.dataset(namespace_client=ns, table_id=["db", "t"]).delete("id = 1")
+        return [
+            _locations(call(ns, "describe_table", id=["db", "t"], load_detailed_metadata=False), root),
+            _locations(call(ns, "describe_table", id=["db", "declared"], load_detailed_metadata=False), root),
+        ]
+
+    ours, reference = run_both(make_namespace, tmp_path, scenario)
+    assert ours == reference
+    assert "version" not in ours[0][1] and "var_schema" not in ours[0][1]
+    ns = make_namespace("ours", tmp_path / "ours")
+    assert do(ns, "describe_table", id=["db", "declared"], check_declared=True, load_detailed_metadata=False)
+    detailed = do(ns, "describe_table", id=["db", "t"], load_detailed_metadata=True)
+    assert detailed.version == 2 and detailed.var_schema is not None
+    assert (detailed.stats.num_fragments, detailed.stats.num_deleted_rows) == (1, 1)
+    assert do(ns, "describe_table", id=["db", "t"], version=1, load_detailed_metadata=False).version == 1
+    assert call(ns, "describe_table", id=["db", "t"], version=9, load_detailed_metadata=False) == ("error", 11)
+
+
 def test_register_deregister_drop(make_namespace, tmp_path):
     data = pa.table({"id": [1, 2]})
 
