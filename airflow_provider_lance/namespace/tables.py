@@ -48,7 +48,7 @@ from airflow_provider_lance.namespace.catalog import (
     Catalog,
     Table,
 )
-from airflow_provider_lance.namespace.data.datasets import open_dataset
+from airflow_provider_lance.namespace.data.datasets import open_dataset, tag_target
 from airflow_provider_lance.namespace.data.schema import to_json_schema
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow
@@ -165,16 +165,22 @@ def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
 def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeTableResponse:
     """DescribeTable: locate the table and return name, location and properties; with detailed metadata (the
     default here, ``load_detailed_metadata`` unset or true) also open it with pylance for its version, schema
-    and (when asked for) stats. ``load_detailed_metadata=false`` opens nothing: the version is given only when
+    and (when asked for) stats. ``branch`` describes that branch's line, ``tag`` the version (and branch) the
+    tag names. ``load_detailed_metadata=false`` opens nothing: the version is given only when
     known without opening (asked for and checked, or the latest managed one). A declared table without data
     answers ``is_only_declared`` when the request sets ``check_declared``."""
     parts = ids.validate_identifier(request.id, "table")
     table = catalog.find_table(parts)
-    managed = catalog.managed()
     version = None if request.version is None else ids.check_version(request.version)
-    versions.finish_pending(catalog, table)
+    branch = request.branch
+    if request.tag is not None:
+        if request.version is not None or request.branch is not None:
+            raise InvalidInputError("DescribeTable takes a tag, or a version and a branch: not both")
+        version, branch = tag_target(open_dataset(catalog, table), table, request.tag)
+    line, managed = versions.locate_line(catalog, parts, branch)  # the table itself, or its branch
+    versions.finish_pending(catalog, line)
     if version is None and managed:
-        latest = versions.latest_version(catalog, table)
+        latest = versions.latest_version(catalog, line)
         version = latest.version if latest else None
     response = DescribeTableResponse(
         table=parts[-1],
@@ -185,18 +191,19 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         properties=table.properties,
         managed_versioning=True if managed else None,
     )
+    named = request.version is not None or request.tag is not None  # a version that must exist
     if request.load_detailed_metadata is False:
-        if request.version is not None:
-            versions.describe(catalog, table, version, managed)  # TableVersionNotFound when it does not exist
+        if named:
+            versions.describe(catalog, line, version, managed)  # TableVersionNotFound when it does not exist
         response.version = version
         if request.check_declared and version is None:  # answered only when asked, as the reference does
-            response.is_only_declared = not versions.has_manifests(catalog, table)
+            response.is_only_declared = not versions.has_manifests(catalog, line)
         return response
     # A declared table (no manifest yet) is answered from one listing instead of a failed open.
-    declared_only = version is None and not managed and not versions.has_manifests(catalog, table)
-    dataset = None if declared_only else open_dataset(catalog, table, version)
+    declared_only = version is None and not managed and not versions.has_manifests(catalog, line)
+    dataset = None if declared_only else open_dataset(catalog, line, version)
     if dataset is None:
-        if request.version is not None:
+        if named:
             raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
         if request.check_declared:
             response.is_only_declared = True

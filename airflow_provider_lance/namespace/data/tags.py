@@ -17,7 +17,6 @@ from lance_namespace import (
     ListTableTagsRequest,
     ListTableTagsResponse,
     TableTagAlreadyExistsError,
-    TableTagNotFoundError,
     UpdateTableTagRequest,
     UpdateTableTagResponse,
 )
@@ -26,6 +25,7 @@ from lance_namespace_urllib3_client.models import TagContents
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.data.access import check_branch, locate, pylance_errors, table_dataset
+from airflow_provider_lance.namespace.data.datasets import tag_not_found, tag_target
 
 
 def _tagged(catalog: Catalog, identifier: list[str] | None) -> tuple[Table, lance.LanceDataset, dict]:
@@ -41,10 +41,6 @@ def _reference(dataset: lance.LanceDataset, table: Table, version: int, branch: 
         return version
     check_branch(dataset, table, branch)
     return (branch, version)
-
-
-def _missing(table: Table, tag: str) -> TableTagNotFoundError:
-    return TableTagNotFoundError(f"Table tag not found: '{tag}' of '{table.object_id}'")
 
 
 def create_table_tag(catalog: Catalog, request: CreateTableTagRequest) -> CreateTableTagResponse:
@@ -74,17 +70,16 @@ def list_table_tags(catalog: Catalog, request: ListTableTagsRequest) -> ListTabl
 
 def get_table_tag_version(catalog: Catalog, request: GetTableTagVersionRequest) -> GetTableTagVersionResponse:
     """GetTableTagVersion: the version (and branch) a tag names."""
-    table, _, tags = _tagged(catalog, request.id)
-    if request.tag not in tags:
-        raise _missing(table, request.tag)
-    return GetTableTagVersionResponse(version=tags[request.tag]["version"], branch=tags[request.tag]["branch"])
+    table, dataset, _ = _tagged(catalog, request.id)
+    version, branch = tag_target(dataset, table, request.tag)
+    return GetTableTagVersionResponse(version=version, branch=branch)
 
 
 def update_table_tag(catalog: Catalog, request: UpdateTableTagRequest) -> UpdateTableTagResponse:
     """UpdateTableTag: move an existing tag to ``version`` (of ``branch``)."""
     table, dataset, tags = _tagged(catalog, request.id)
     if request.tag not in tags:
-        raise _missing(table, request.tag)
+        raise tag_not_found(table, request.tag)
     target = _reference(dataset, table, request.version, request.branch)
     with pylance_errors(f"tag of '{table.object_id}'", request.tag):
         dataset.tags.update(request.tag, target)
@@ -95,7 +90,7 @@ def delete_table_tag(catalog: Catalog, request: DeleteTableTagRequest) -> Delete
     """DeleteTableTag: remove a tag (the version it named stays)."""
     table, dataset, tags = _tagged(catalog, request.id)
     if request.tag not in tags:
-        raise _missing(table, request.tag)
+        raise tag_not_found(table, request.tag)
     with pylance_errors(f"tag of '{table.object_id}'", request.tag):
         dataset.tags.delete(request.tag)
     return DeleteTableTagResponse()

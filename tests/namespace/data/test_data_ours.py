@@ -47,6 +47,28 @@ def test_every_managed_write_is_a_table_version_row(make_namespace: Callable[...
     assert call(namespace, "create_table_branch", id=TABLE, name="b") == ("error", 0)
 
 
+def test_describe_table_follows_tag_and_branch(make_namespace: Callable[..., LanceNamespace]) -> None:
+    """``tag`` describes the version (and branch) it names, ``branch`` that branch's latest version; a missing
+    tag or branch, or a tag with a version, is refused (the reference ignores both fields)."""
+    namespace = with_table(make_namespace("ours"))  # version 1: 10 rows
+    namespace.insert_into_table(InsertIntoTableRequest(id=TABLE), ipc(rows(5, start=10)))  # version 2
+    assert call(namespace, "create_table_tag", id=TABLE, tag="first", version=1)[0] == "ok"
+    assert call(namespace, "create_table_branch", id=TABLE, name="b", from_version=1)[0] == "ok"
+    for start in (50, 60):  # branch versions 2 and 3; the main line stays at 2
+        namespace.insert_into_table(InsertIntoTableRequest(id=TABLE, branch="b"), ipc(rows(1, start=start)))
+    branch_version = do(namespace, "describe_table", id=TABLE, branch="b").version
+    assert branch_version == 3 and do(namespace, "count_table_rows", id=TABLE, branch="b").count == 12
+    assert call(namespace, "create_table_tag", id=TABLE, tag="on_b", version=branch_version, branch="b")[0] == "ok"
+    assert do(namespace, "describe_table", id=TABLE).version == 2
+    assert do(namespace, "describe_table", id=TABLE, tag="first").version == 1
+    assert do(namespace, "describe_table", id=TABLE, tag="first", load_detailed_metadata=False).version == 1
+    on_b = do(namespace, "describe_table", id=TABLE, tag="on_b")
+    assert on_b.version == 3 and on_b.location == do(namespace, "describe_table", id=TABLE).location
+    assert call(namespace, "describe_table", id=TABLE, tag="nope") == ("error", 8)  # TableTagNotFound
+    assert call(namespace, "describe_table", id=TABLE, branch="nope") == ("error", 22)  # TableBranchNotFound
+    assert call(namespace, "describe_table", id=TABLE, tag="first", version=1) == ("error", 13)  # InvalidInput
+
+
 def test_branches_are_honoured(make_namespace: Callable[..., LanceNamespace]) -> None:
     namespace = with_table(make_namespace("ours"))
     assert call(namespace, "create_table_branch", id=TABLE, name="b")[0] == "ok"
