@@ -110,12 +110,23 @@ class Catalog:
         write, then look again (the drop for children, we for the parent), so at least one sees the other;
         here, a parent gone after the insert means the row is taken back and NamespaceNotFound is raised.
         """
+        error = self.insert_children([(row, parent)])[0]
+        if error is not None:
+            raise error
+
+    def insert_children(self, children: list[tuple[ManifestRow, list[str]]]) -> list[BaseException | None]:
+        """:meth:`insert_child` for each (row, parent), in the same group commit; each one's error (None:
+        inserted)."""
         if self.config.table_version_management and not self.managed_persisted():
             self.manifest.update_metadata({TABLE_VERSION_MANAGEMENT_KEY: "true"})
-        self.manifest.insert([row])
-        if parent and ids.object_id(parent) not in self.rows(ids.object_id(parent)):
-            self.manifest.delete_object(row.object_id, row.object_type)
-            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parent)}' (dropped concurrently)")
+        errors = self.manifest.insert_each([row for row, _ in children])
+        for at, (row, parent) in enumerate(children):
+            if errors[at] is None and parent and ids.object_id(parent) not in self.rows(ids.object_id(parent)):
+                self.manifest.delete_object(row.object_id, row.object_type)
+                errors[at] = NamespaceNotFoundError(
+                    f"Namespace not found: '{ids.object_id(parent)}' (dropped concurrently)"
+                )
+        return errors
 
     # -- tables -----------------------------------------------------------------------------------------
     def v1_table(self, parts: list[str]) -> Table | None:

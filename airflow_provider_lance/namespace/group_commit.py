@@ -95,22 +95,30 @@ class GroupCommit:
         self._queue: list[Request] = []
         self._busy = False  # a leader is committing a group
 
-    def submit(self, request: Request) -> Request:
-        """Queue ``request`` and return it answered (its own result or error)."""
+    def submit_many(self, requests: list[Request]) -> None:
+        """Queue ``requests`` together, in order, and return once each is answered (its own result or error):
+        one thread's many writes join one group as the writes of many threads would (the REST server's batches
+        of declares)."""
         with self._lock:
-            self._queue.append(request)
-            request.lead = not self._busy
-            self._busy = True
+            for request in requests:
+                self._queue.append(request)
+                request.lead = not self._busy
+                self._busy = True
+        for request in requests:
+            self._complete(request)
+
+    def _complete(self, request: Request) -> None:
+        """Wait for a leader to answer ``request``, or lead its group."""
         while not request.lead and not request._event.wait(_WAIT_SECONDS):
             with self._lock:
                 if request in self._queue and not request.lead:  # no leader took it yet: commit it alone
                     self._queue.remove(request)
                     break
         if request.answered:
-            return request
+            return
         if not request.lead:
             self._commit([request])
-            return request
+            return
         with self._lock:
             self._queue.remove(request)
             group, rows = [request], request.size
@@ -132,7 +140,6 @@ class GroupCommit:
                 done._event.set()
             if successor is not None:
                 successor._event.set()
-        return request
 
     def _commit(self, group: list[Request]) -> None:
         try:

@@ -248,15 +248,26 @@ class ManifestTable:
                 raise DuplicateObjectError(match.group(1)) from None
             raise
 
+    def insert_each(self, rows: list[ManifestRow]) -> list[BaseException | None]:
+        """Each row as an insert of its own, all queued at once so that they share a group commit (what many
+        threads' :meth:`insert` calls do, from one thread); each one's error (None: inserted)."""
+        requests = [Request(INSERT, rows=rows_table([row])) for row in rows]
+        self._answer(requests)
+        return [request.error for request in requests]
+
     def _submit(self, request: Request) -> Any:
-        """A write through the group commit: its own answer, and the operation goes on at the version that
-        answered it (its own write included)."""
-        self._group.submit(request)
-        if request.snapshot is not None and getattr(self._scope, "depth", 0):
-            self._scope.snapshot = request.snapshot
+        """A write through the group commit: its own answer."""
+        self._answer([request])
         if request.error is not None:
             raise request.error
         return request.result
+
+    def _answer(self, requests: list[Request]) -> None:
+        """Queue ``requests`` in the group commit until each is answered; the operation goes on at the version
+        that answered the last (its own writes included)."""
+        self._group.submit_many(requests)
+        if requests and requests[-1].snapshot is not None and getattr(self._scope, "depth", 0):
+            self._scope.snapshot = requests[-1].snapshot
 
     def _commit_group(self, group: list[Request]) -> None:
         """Commit a group of inserts, upserts or deletes (group_commit.py) as one ``__manifest`` commit."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from lance_namespace import LanceNamespace
+from lance_namespace import DeclareTableRequest, InvalidInputError, LanceNamespace
 
 from airflow_provider_lance.namespace import batch_commit, commit, namespaces, rename, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.config import NamespaceConfig
 from airflow_provider_lance.namespace.data import branches, indices, reads, schema_changes, tags, writes
-from airflow_provider_lance.namespace.operation import namespace_errors, operation
+from airflow_provider_lance.namespace.operation import coerce_request, namespace_errors, operation
 
 
 class DirectoryNamespace(LanceNamespace):
@@ -50,6 +50,21 @@ class DirectoryNamespace(LanceNamespace):
             self.catalog.manifest.operation(),
         ):
             return versions.finish_all_pending(self.catalog)
+
+    def declare_tables(self, requests: list[Any]) -> list[Any]:
+        """DeclareTable for many requests in one call (models or dicts), their rows in one ``__manifest``
+        commit: a response or a ``lance_namespace`` error for each, as separate calls would answer. The REST
+        server sends the declares that arrive together through it."""
+        parsed: list[Any] = []
+        for request in requests:
+            try:
+                parsed.append(coerce_request(request, DeclareTableRequest))
+            except InvalidInputError as error:
+                parsed.append(error)
+        valid = [request for request in parsed if not isinstance(request, BaseException)]
+        with namespace_errors("declare_table", self.catalog.storage.root), self.catalog.manifest.operation():
+            outcomes = iter(tables.declare_tables(self.catalog, valid))
+        return [request if isinstance(request, BaseException) else next(outcomes) for request in parsed]
 
     def __repr__(self) -> str:
         return f"DirectoryNamespace(root={self.config.root!r})"

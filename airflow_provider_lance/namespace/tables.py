@@ -52,11 +52,55 @@ from airflow_provider_lance.namespace.data.datasets import open_dataset, tag_tar
 from airflow_provider_lance.namespace.data.schema import to_json_schema
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow
+from airflow_provider_lance.namespace.operation import namespace_errors
 
 
 def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTableResponse:
     """DeclareTable: check the parent, pick the location, write ``.lance-reserved`` (put-if-not-exists), then
-    (V2) merge-insert the table row. A failure removes the marker this call wrote."""
+    (V2) insert the table row. A failure removes the marker this call wrote."""
+    outcome = declare_tables(catalog, [request])[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def declare_tables(catalog: Catalog, requests: list[DeclareTableRequest]) -> list[DeclareTableResponse | BaseException]:
+    """DeclareTable for each request, their rows inserted in one group commit; each request's own response
+    or error, as if each had been a call of its own (two requests of one table: the second fails)."""
+    outcomes: list[DeclareTableResponse | BaseException] = []
+    reserved: list[tuple[int, list[str], str]] = []  # (request, identifier, location) with a marker written
+    for at, request in enumerate(requests):
+        try:
+            with namespace_errors("declare_table", catalog.storage.root):
+                parts, location = _reserve(catalog, request)
+        except Exception as error:
+            outcomes.append(error)
+            continue
+        outcomes.append(_declared(catalog, request, location))
+        reserved.append((at, parts, location))
+    if not catalog.config.manifest_enabled or not reserved:
+        return outcomes
+    rows = [
+        (ManifestRow(ids.object_id(parts), TABLE, location, dict(requests[at].properties or {}) or None), parts[:-1])
+        for at, parts, location in reserved
+    ]
+    try:
+        with namespace_errors("declare_table", catalog.storage.root):
+            errors = catalog.insert_children(rows)
+    except Exception as error:
+        errors = [error] * len(reserved)
+    for (at, parts, location), error in zip(reserved, errors, strict=True):
+        if error is None:
+            continue
+        catalog.storage.delete_tree(location)
+        if isinstance(error, DuplicateObjectError):
+            error = TableAlreadyExistsError(f"Table already exists: '{ids.object_id(parts)}'")
+        outcomes[at] = error
+    return outcomes
+
+
+def _reserve(catalog: Catalog, request: DeclareTableRequest) -> tuple[list[str], str]:
+    """The checks of a declare, then its ``.lance-reserved`` marker: the identifier and the location."""
     parts = ids.validate_identifier(request.id, "table")
     oid = ids.object_id(parts)
     if not catalog.config.manifest_enabled and len(parts) > 1:
@@ -79,14 +123,10 @@ def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTabl
         raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
     if not catalog.storage.put_if_not_exists(f"{location}/{RESERVED_MARKER}", MARKER_CONTENT):
         raise ConcurrentModificationError(f"Table '{oid}' is being declared concurrently")
-    if catalog.config.manifest_enabled:
-        try:
-            catalog.insert_child(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None), parts[:-1])
-        except Exception as error:
-            catalog.storage.delete_tree(location)
-            if isinstance(error, DuplicateObjectError):
-                raise TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
-            raise
+    return parts, location
+
+
+def _declared(catalog: Catalog, request: DeclareTableRequest, location: str) -> DeclareTableResponse:
     return DeclareTableResponse(
         location=catalog.storage.uri(location),
         storage_options=catalog.response_storage_options(request.vend_credentials),

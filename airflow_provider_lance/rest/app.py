@@ -10,6 +10,7 @@ the catalog page when one is mounted.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import itertools
 import logging
@@ -84,6 +85,10 @@ def _state(scope: Scope) -> dict[str, Any]:
     return scope.setdefault("state", {})
 
 
+# Declares per engine call at most (group_commit.MAX_GROUP_ROWS rows fit one commit)
+_MAX_BATCH = 256
+
+
 class NamespaceService:
     """The protocol's operations as one ASGI app (mounted at ``/`` behind the middleware)."""
 
@@ -101,6 +106,9 @@ class NamespaceService:
         # A shared queue: a worker that finishes takes the next call without sleeping in between, so under
         # load a call costs a fraction of the thread hand-offs of anyio's per-call worker threads.
         self.executor = ThreadPoolExecutor(max_workers=settings.threads, thread_name_prefix="lance-rest")
+        # our engine takes concurrent declares as one call (their rows in one commit, on one thread)
+        declare_tables = getattr(namespace, "declare_tables", None)
+        self.declares = _DeclareBatches(self, declare_tables) if declare_tables is not None else None
         #: the operation ids this namespace implements (its class overrides the base's "Not supported")
         self.operations = sorted(
             route.operation_id
@@ -152,7 +160,10 @@ class NamespaceService:
             request, data = build_request(route, path_params, query, body)
             method = getattr(self.namespace, route.operation)
             args = (request,) if data is None else (request, data)
-            result = await self.run(lambda: method(*args))
+            if route.operation == "declare_table" and self.declares is not None:
+                result = await self.declares.submit(request)
+            else:
+                result = await self.run(lambda: method(*args))
         except _RequestError as error:
             return error.response()
         except Exception as error:  # every failure becomes the protocol's error body, never a traceback
@@ -217,6 +228,47 @@ class NamespaceService:
         if problem:
             return error_response(ErrorCode.SERVICE_UNAVAILABLE, f"The catalog is not ready: {problem}")
         return JSONResponse({"status": "ready"})
+
+
+class _DeclareBatches:
+    """DeclareTable requests that arrive while a batch runs wait and go together as the next batch: one engine
+    call on one server thread (``declare_tables``), whose rows land in one ``__manifest`` commit. Many threads
+    each declaring would group their commits too, but spend the server's CPU handing the interpreter lock and
+    the storage calls between them; a batch runs its declares one after the other. Each request is still
+    answered with its own response or error."""
+
+    def __init__(self, service: NamespaceService, declare_tables: Callable[[list[Any]], list[Any]]) -> None:
+        self._service = service
+        self._declare_tables = declare_tables
+        self._waiting: list[tuple[Any, asyncio.Future[Any]]] = []
+        self._running = False
+
+    async def submit(self, request: Any) -> Any:
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((request, future))
+        if not self._running:
+            self._running = True
+            asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting[:_MAX_BATCH], self._waiting[_MAX_BATCH:]
+                requests = [request for request, _ in batch]
+                try:
+                    outcomes = await self._service.run(functools.partial(self._declare_tables, requests))
+                except Exception as error:  # the call failed as a whole: every request shares the error
+                    outcomes = [error] * len(batch)
+                for (_, future), outcome in zip(batch, outcomes, strict=True):
+                    if future.done():  # the client went away
+                        continue
+                    if isinstance(outcome, BaseException):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
+        finally:
+            self._running = False
 
 
 class RequestContextMiddleware:

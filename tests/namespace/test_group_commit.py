@@ -354,3 +354,38 @@ def test_duplicate_error_is_the_group_commit_one() -> None:
     from airflow_provider_lance.namespace import group_commit
 
     assert DuplicateObjectError is group_commit.DuplicateObjectError
+
+
+def test_declare_tables_answers_each_request_and_commits_once(tmp_path: Path) -> None:
+    """Many declares in one call (what the REST server sends): one ``__manifest`` commit for the ones that
+    land, and each request its own answer, as separate calls would give; a refused declare leaves no marker."""
+    ns = DirectoryNamespace(root=str(tmp_path), manifest_maintenance_every="0")
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["db"]))
+    ns.declare_table(ln.DeclareTableRequest(id=["db", "existing"]))
+    before = lance.dataset(str(tmp_path / "__manifest")).version
+    requests: list[Any] = [
+        ln.DeclareTableRequest(id=["db", "a"], properties={"k": "v"}),
+        ln.DeclareTableRequest(id=["db", "existing"]),
+        {"id": ["db", "b"]},
+        ln.DeclareTableRequest(id=["db", "a"]),  # the second of one name fails alone
+        ln.DeclareTableRequest(id=["nope", "c"]),
+        {"id": 7},  # a request that does not parse
+        ln.DeclareTableRequest(id=["db", "e"]),
+    ]
+    outcomes = ns.declare_tables(requests)
+    kinds = [type(outcome).__name__ for outcome in outcomes]
+    assert kinds == [
+        "DeclareTableResponse",
+        "TableAlreadyExistsError",
+        "DeclareTableResponse",
+        "TableAlreadyExistsError",
+        "NamespaceNotFoundError",
+        "InvalidInputError",
+        "DeclareTableResponse",
+    ]
+    assert outcomes[0].properties == {"k": "v"} and outcomes[0].location.endswith("$a")
+    assert lance.dataset(str(tmp_path / "__manifest")).version == before + 1
+    reference = ReferenceNamespace(root=str(tmp_path))
+    assert sorted(reference.list_tables(ln.ListTablesRequest(id=["db"])).tables) == ["a", "b", "e", "existing"]
+    markers = sorted(path.parent.name.split("$")[-1] for path in tmp_path.glob("*/.lance-reserved"))
+    assert markers == ["a", "b", "e", "existing"]

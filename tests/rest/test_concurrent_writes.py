@@ -4,9 +4,11 @@ error) however the engine groups their ``__manifest`` commits, and the catalog e
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
+import lance
 import lance_namespace as ln
 
 from airflow_provider_lance.namespace import DirectoryNamespace
@@ -77,3 +79,52 @@ def test_each_concurrent_request_gets_its_own_answer(root: Path) -> None:
     assert sorted(tables) == sorted([f"own{i}" for i in range(24)] + ["contested"])
     children = fresh.list_namespaces(ln.ListNamespacesRequest(id=["g"])).namespaces
     assert sorted(children) == sorted(f"child{i}" for i in range(44, 48))
+
+
+class _RecordingNamespace(DirectoryNamespace):
+    """Our engine, recording how many declares each ``declare_tables`` call carried; the first call is held
+    until the other clients' requests have queued."""
+
+    def __init__(self, **properties: str) -> None:
+        super().__init__(**properties)
+        self.batches: list[int] = []
+
+    def declare_tables(self, requests: list) -> list:
+        self.batches.append(len(requests))
+        if len(self.batches) == 1:
+            time.sleep(0.5)
+        return super().declare_tables(requests)
+
+
+def test_concurrent_declares_are_one_engine_call_with_an_answer_each(root: Path) -> None:
+    engine = _RecordingNamespace(root=str(root), manifest_maintenance_every="0")
+    engine.create_namespace(ln.CreateNamespaceRequest(id=["g"]))
+    before = lance.dataset(str(root / "__manifest")).version
+    answers: dict[int, str] = {}
+
+    with serve_namespace(engine) as url:
+        barrier = threading.Barrier(17)
+
+        def client(index: int) -> None:
+            namespace = RestNamespace(uri=url)
+            barrier.wait()
+            if index:
+                time.sleep(0.1)  # after the first request, while its batch is held
+            name = "same" if index >= 12 else f"t{index}"
+            try:
+                namespace.declare_table(ln.DeclareTableRequest(id=["g", name]))
+                answers[index] = "declared"
+            except ln.TableAlreadyExistsError:
+                answers[index] = "exists"
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(17)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    assert engine.batches == [1, 16]  # the held first request, then everything that queued meanwhile
+    assert Counter(answers.values()) == {"declared": 12 + 1, "exists": 4}
+    assert lance.dataset(str(root / "__manifest")).version == before + 2  # one commit per batch
+    tables = DirectoryNamespace(root=str(root)).list_tables(ln.ListTablesRequest(id=["g"])).tables
+    assert sorted(tables) == sorted([f"t{i}" for i in range(12)] + ["same"])
