@@ -26,7 +26,7 @@ from airflow_provider_lance.staging import StagingNamespace
 STORAGE_READS = ("exists", "list_dir", "read", "info")
 STORAGE_WRITES = ("write", "put_if_not_exists", "delete", "delete_tree")
 MANIFEST_READS = ("latest",)
-MANIFEST_WRITES = ("_create", "insert", "upsert", "delete", "update_metadata")
+MANIFEST_WRITES = ("_create", "insert", "insert_each", "upsert", "delete", "update_metadata")
 
 
 class InjectedFault(OSError):
