@@ -218,7 +218,9 @@ class InsertGroup:
                 continue
             accepted.append(request)
             taken.update(ids)
-        base = snapshot if maintenance.rewrite_due(dataset, self.policy) else None
+        # the version prepare() found due is due still (no fragment listing again)
+        due = written.base is snapshot or maintenance.rewrite_due(dataset, self.policy)
+        base = snapshot if due else None
         if accepted != written.requests or written.base is not base:
             written.discard(self.storage)
         if not accepted:

@@ -217,7 +217,7 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         if request.version is not None or request.branch is not None:
             raise InvalidInputError("DescribeTable takes a tag, or a version and a branch: not both")
         version, branch = tag_target(open_dataset(catalog, table), table, request.tag)
-    line, managed = versions.locate_line(catalog, parts, branch)  # the table itself, or its branch
+    line, managed = versions.branch_line(catalog, table, branch)  # the table itself, or its branch
     versions.finish_pending(catalog, line)
     if version is None and managed:
         latest = versions.latest_version(catalog, line)

@@ -41,7 +41,11 @@ def locate_line(catalog: Catalog, identifier: object, branch: str | None, writin
     """The table whose versions a request names, and whether they are managed. ``branch`` (pylance's
     ``tree/<name>/``, which must exist) moves the version files to the branch directory; ``__manifest`` tracks
     only the main line, so branch versions are unmanaged and writing them is refused on a managed catalog."""
-    table = catalog.find_table(ids.validate_identifier(identifier, "table"))
+    return branch_line(catalog, catalog.find_table(ids.validate_identifier(identifier, "table")), branch, writing)
+
+
+def branch_line(catalog: Catalog, table: Table, branch: str | None, writing: bool = False) -> tuple[Table, bool]:
+    """:func:`locate_line` for a table already located."""
     managed = catalog.managed()
     if branch is None or branch == MAIN_BRANCH:
         return table, managed
