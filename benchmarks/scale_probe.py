@@ -31,9 +31,24 @@ def rss_mb(field: str = "VmRSS") -> float:
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
-def measure_memory(at: str, rss: dict[str, float], anon: dict[str, float]) -> None:
-    """Record VmRSS and RssAnon at the moment ``at``."""
-    rss[at], anon[at] = rss_mb(), rss_mb("RssAnon")
+def pylance_code_mb() -> float:
+    """The resident pages of pylance's shared library (``lance.abi3.so``: its code, file-backed, shared by every
+    process of the machine), in MB."""
+    total, in_pylance = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            field = line.split(maxsplit=1)[0]
+            if not field.endswith(":"):  # a mapping's header line: address range, permissions, ..., path
+                in_pylance = line.rstrip().endswith("/lance.abi3.so")
+            elif in_pylance and field == "Rss:":
+                total += int(line.split()[1])
+    return total / 1024
+
+
+def measure_memory(at: str, memory: dict[str, dict[str, float]]) -> None:
+    """Record VmRSS, RssAnon and pylance's code pages at the moment ``at``."""
+    memory["rss_mb"][at], memory["anon_mb"][at] = rss_mb(), rss_mb("RssAnon")
+    memory["pylance_code_mb"][at] = pylance_code_mb()
 
 
 def pick(i: int, size: int, seed: int) -> str:
@@ -76,14 +91,13 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
         from lance.namespace import DirectoryNamespace as Namespace
     size, reps, tokens = job["size"], job["reps"], job["tokens"]
     gc.collect()
-    rss: dict[str, float] = {}
-    anon: dict[str, float] = {}
-    measure_memory("imported", rss, anon)
+    memory: dict[str, dict[str, float]] = {"rss_mb": {}, "anon_mb": {}, "pylance_code_mb": {}}
+    measure_memory("imported", memory)
     started = time.perf_counter()
     namespace = Namespace(root=job["root"])
     first = namespace.describe_table(ln.DescribeTableRequest(id=[NAMESPACE, pick(0, size, 1)]))
     open_ms = (time.perf_counter() - started) * 1000
-    measure_memory("first_answer", rss, anon)
+    measure_memory("first_answer", memory)
     assert first.location, "the first describe has no location"
 
     def describe(i: int) -> None:
@@ -100,15 +114,15 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
         namespace.declare_table(ln.DeclareTableRequest(id=[NAMESPACE, f"new{i}"]))
 
     describes = timed(describe, DESCRIBES)
-    measure_memory("after_200_describes", rss, anon)
+    measure_memory("after_200_describes", memory)
     operations = {
         "describe_table": describes,
         "table_exists": timed(exists, reps),
         "list_tables page": timed(list_page, reps),
         "declare_table": timed(declare, reps),
     }
-    measure_memory("end", rss, anon)
-    return {"open_ms": open_ms, "rss_mb": rss, "anon_mb": anon, "operations": operations}
+    measure_memory("end", memory)
+    return {"open_ms": open_ms, **memory, "operations": operations}
 
 
 if __name__ == "__main__":

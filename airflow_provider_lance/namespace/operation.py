@@ -39,11 +39,21 @@ def coerce_request(request: Any, model: type[_Request]) -> _Request:
         # a model built with model_construct (or changed after construction) skipped validation: validate now
         request = request.model_dump(by_alias=True, warnings=False, exclude_unset=True)
     if isinstance(request, dict):
+        _refuse_unknown_fields(request, model)
         try:
             return model.model_validate(request)
         except pydantic.ValidationError as error:
             raise InvalidInputError(f"Invalid {model.__name__}: {error}") from None
     raise InvalidInputError(f"Expected a {model.__name__} or a dict, got {type(request).__name__}")
+
+
+def _refuse_unknown_fields(request: dict[str, Any], model: type[pydantic.BaseModel]) -> None:
+    """A field the model does not know would be ignored silently (pydantic drops extras): refuse it when it
+    carries a value. A None is kept quiet: a newer pylance calling back may send fields it leaves unset."""
+    known = set(model.model_fields) | {field.alias for field in model.model_fields.values() if field.alias}
+    unknown = sorted(key for key, value in request.items() if key not in known and value is not None)
+    if unknown:
+        raise InvalidInputError(f"Unknown field(s) in the {model.__name__}: {', '.join(map(str, unknown))}")
 
 
 @contextmanager

@@ -226,7 +226,7 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         table=parts[-1],
         namespace=parts[:-1],
         location=catalog.storage.uri(table.location),
-        table_uri=catalog.storage.uri(table.location),
+        table_uri=catalog.storage.uri(table.location) if request.with_table_uri else None,
         storage_options=catalog.response_storage_options(request.vend_credentials),
         properties=table.properties,
         managed_versioning=True if managed else None,

@@ -65,6 +65,8 @@ def test_probe_measures_each_engine_in_a_process_of_its_own(tmp_path: Path, monk
         assert all(value["p50"] > 0 for value in measured["operations"].values())
         assert measured["rss_mb"]["after_200_describes"] > measured["rss_mb"]["imported"] > 0
         assert 0 < measured["anon_mb"]["imported"] < measured["rss_mb"]["imported"]  # private memory, measured
+        # pylance's code pages: part of the resident set, paged in by reading the catalog
+        assert 0 < scale.code_growth(measured) < scale.growth(measured)
         listed = DirectoryNamespace(root=str(root)).list_tables(ln.ListTablesRequest(id=["bench"], limit=1000))
         assert {f"new{i}" for i in range(5)} <= set(listed.tables)  # the probe's declares landed
         scale.reset(root)

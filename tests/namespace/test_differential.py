@@ -106,6 +106,9 @@ def test_describe_table_reports_version_and_schema(make_namespace):
     lance.write_dataset(data, namespace_client=ns, table_id=["t"], mode="append")
     described = do(ns, "describe_table", id=["t"])
     assert described.version == 2
+    # table_uri only when asked for (the field's description; the reference always sends it)
+    assert described.table_uri is None
+    assert do(ns, "describe_table", id=["t"], with_table_uri=True).table_uri == described.location
     assert [(f.name, f.type.type, f.nullable) for f in described.var_schema.fields] == [
         ("id", "int32", True),
         ("v", "float64", True),
