@@ -195,8 +195,9 @@ def code_growth(measured: dict[str, Any], at: str = "after_200_describes") -> fl
 
 _WHY_SLOW = (
     "A lookup is a binary search over the sorted object ids and a list page a walk from its token, so both grow"
-    " with log N; a catalog read whole above 65,536 rows is scanned until its ids are sorted (once, ~0.3 s at"
-    " 2,000,000 rows, not in the p50); a declare's `__manifest` compaction rewrites only the small fragments"
+    " with log N; a new process's first four lookups above 65,536 rows are point reads (a filtered scan of the"
+    " ids), then the catalog is read whole and scanned until its ids are sorted (once, ~0.3 s at 2,000,000"
+    " rows, not in the p50); a declare's `__manifest` compaction rewrites only the small fragments"
     " (maintenance.LARGE_FRAGMENT_ROWS). Single runs on this shared 2-core machine spread by up to 2x: the same"
     " code's declare p50 at 100,000 tables measured 2.0-4.2 ms in six runs on the reset catalog, most of the"
     " spread in pylance's own commit (0.9-1.9 ms).",

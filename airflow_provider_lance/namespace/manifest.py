@@ -180,8 +180,8 @@ class ManifestTable:
         return self.get_many([object_id]).get(object_id)
 
     def get_many(self, object_ids: Iterable[str]) -> dict[str, ManifestRow]:
-        index = self._index()
-        found = index.rows(object_ids) if index is not None else {}
+        snapshot = self._snapshot()
+        found = snapshot.rows_by_id(list(dict.fromkeys(object_ids))) if snapshot is not None else {}
         return {oid: ManifestRow.from_arrow(row) for oid, row in found.items()}
 
     def children(self, prefix: str, object_type: str | None = None) -> list[ManifestRow]:

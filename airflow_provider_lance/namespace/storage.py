@@ -16,6 +16,7 @@ See docs/reliability.md.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import uuid
@@ -66,15 +67,23 @@ def root_problem(error: BaseException) -> str | None:
     return None
 
 
+# What s3fs raises for S3's 500 InternalError and 503 SlowDown / ServiceUnavailable (s3fs.errors): answers that
+# AWS says to retry, and after which a write may or may not have landed.
+_S3FS_RETRYABLE_ERRNOS = frozenset({getattr(errno, "EREMOTEIO", errno.EIO), errno.EBUSY})
+_TRANSIENT_MARKERS = ("slowdown", "reduce your request rate", "503 service unavailable", "500 internal server error")
+
+
 def is_transient_error(error: BaseException) -> bool:
-    """True when the store throttled or the connection failed even after the clients' retries (botocore and
-    s3fs retry 5 times each, object_store 10 times within 3 minutes): worth retrying the whole operation."""
+    """True when the store throttled, failed internally or the connection failed even after the clients'
+    retries (botocore and s3fs retry 5 times each, object_store 10 times within 3 minutes): worth retrying the
+    whole operation."""
     module = type(error).__module__.partition(".")[0]
     text = str(error).lower()
     return (
         (module in ("botocore", "aiobotocore", "aiohttp") and not hasattr(error, "response"))  # not an S3 answer
         or is_lost_response(error)
-        or any(marker in text for marker in ("slowdown", "reduce your request rate", "503 service unavailable"))
+        or (isinstance(error, OSError) and error.errno in _S3FS_RETRYABLE_ERRNOS)
+        or any(marker in text for marker in _TRANSIENT_MARKERS)
     )
 
 

@@ -101,6 +101,7 @@ def test_scale_goals_are_rendered_with_whether_they_hold() -> None:
                 "after_200_describes": 100 + growth,
                 "end": 100 + 2 * growth,
             },
+            "pylance_code_mb": {"imported": 5.0, "after_200_describes": 5 + growth / 2, "end": 5 + growth / 2},
             "operations": {op: {"p50": p50, "p95": p50, "n": 100} for op in scale.OPERATIONS},
             "seconds": 1.0,
         }
@@ -121,6 +122,6 @@ def test_scale_goals_are_rendered_with_whether_they_hold() -> None:
     assert "| describe_table p50 at 10,000 tables: ÷ reference; ÷ ours at 1,000 | ≤ 1.0x; ≤ 1.5x | 1.17x; 1.40x" in page
     assert "1.17x; 1.40x | **no** |" in page
     assert "at 10,000 tables ÷ reference | ≤ 0.5x | 0.25x (10 / 40 MB" in page
-    assert "(10 / 40 MB; absolute 110 / 140 MB) | yes |" in page
+    assert "(10 / 40 MB, of which pylance's code 5 / 20; budget 20 MB; absolute 110 / 140 MB) | yes |" in page
     assert "after every call (list pages and declares too) - after imports) at 10,000 tables" in page
-    assert "(20 / 80 MB; absolute 120 / 180 MB) | yes |" in page
+    assert "(20 / 80 MB, of which pylance's code 5 / 20; budget 40 MB; absolute 120 / 180 MB) | yes |" in page

@@ -24,8 +24,9 @@ from typing import Any
 import lance
 import lance_namespace as ln
 import pytest
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError
 from lance_namespace_urllib3_client.models.version_range import VersionRange
+from s3fs.errors import translate_boto_error
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.manifest_rows import sql_string
@@ -327,13 +328,28 @@ def test_fault_sweep(scenario: Scenario, tmp_path: Path) -> None:
     assert not failures, "\n".join(failures[:20])
 
 
+def _s3_answer(code: str, message: str) -> Exception:
+    """What s3fs raises for an S3 error answer (after its retries)."""
+    answer = {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": 500}}
+    return translate_boto_error(ClientError(answer, "PutObject"))
+
+
+TRANSIENT = {
+    "unanswered": lambda: EndpointConnectionError(endpoint_url="http://127.0.0.1:9/unanswered"),
+    "internal-error": lambda: _s3_answer("InternalError", "We encountered an internal error. Please try again."),
+    "slow-down": lambda: _s3_answer("SlowDown", "Please reduce your request rate."),
+}
+
+
 @pytest.mark.parametrize("failing", ["storage.copy_if_not_exists", "manifest.upsert"])
+@pytest.mark.parametrize("fault", list(TRANSIENT))
 def test_a_store_that_stops_answering_after_the_commit_point_does_not_fail_the_batch(
-    tmp_path: Path, failing: str
+    tmp_path: Path, failing: str, fault: str
 ) -> None:
-    """After the commit point the versions are committed: a copy or repoint that the store does not answer
-    (a transient error, after the client's retries) must not tell the caller that nothing was committed. The
-    batch answers its versions; the next call touching a table finishes what was left staged."""
+    """After the commit point the versions are committed: a copy or repoint that the store does not answer,
+    or answers with a 500 or a throttle (a transient error, after the client's retries), must not tell the
+    caller that nothing was committed. The batch answers its versions; the next call touching a table
+    finishes what was left staged."""
     ns = DirectoryNamespace(root=str(tmp_path), **MANAGED)
     ctx = _build_batch(ns)
     target, _, method = failing.partition(".")
@@ -341,7 +357,7 @@ def test_a_store_that_stops_answering_after_the_commit_point_does_not_fail_the_b
     original = getattr(holder, method)
 
     def unanswered(*args: Any, **kwargs: Any) -> Any:
-        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9/unanswered")
+        raise TRANSIENT[fault]()
 
     setattr(holder, method, unanswered)
     try:
