@@ -49,7 +49,8 @@ from airflow_provider_lance.namespace.manifest_rows import (
 )
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
-from airflow_provider_lance.namespace.storage import Storage, is_lost_response
+from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage_errors import is_lost_response
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")

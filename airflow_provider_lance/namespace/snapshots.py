@@ -44,7 +44,8 @@ from airflow_provider_lance.namespace.row_index import SORT_AFTER, RowIndex
 from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.rows_object import RowsObjects
 from airflow_provider_lance.namespace.shared_call import SharedCall
-from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
+from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage_errors import is_not_found_error
 
 log = logging.getLogger(__name__)
 
