@@ -38,8 +38,9 @@ def coerce_request(request: Any, model: type[_Request]) -> _Request:
     if isinstance(request, model):
         # a model built with model_construct (or changed after construction) skipped validation: validate now
         request = request.model_dump(by_alias=True, warnings=False, exclude_unset=True)
+    elif isinstance(request, dict):
+        _refuse_unknown_fields(request, model)  # a model has dropped unknown fields already
     if isinstance(request, dict):
-        _refuse_unknown_fields(request, model)
         try:
             return model.model_validate(request)
         except pydantic.ValidationError as error:

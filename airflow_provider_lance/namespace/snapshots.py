@@ -131,18 +131,22 @@ class Snapshot:
         if not object_ids:
             return {}
         if self.row_index is None and self._reads_by_point():
-            self.point_reads += 1  # threads may race here: at worst one more point read
             table = self.dataset.to_table(columns=COLUMNS, filter=pc.field("object_id").isin(object_ids))
             found = {row["object_id"]: row for row in table.to_pylist()}
             return {oid: found[oid] for oid in object_ids if oid in found}
         return self.index().rows(object_ids)
 
     def _reads_by_point(self) -> bool:
-        """Whether a lookup should scan for its ids instead of reading every row: not when the rows were handed
-        in or extend a version already read (cheap), nor once the point reads have cost a whole read."""
+        """Whether a lookup should scan for its ids instead of reading every row (and count it): not when the
+        rows were handed in or extend a version already read (cheap), nor once the point reads have cost a
+        whole read."""
         if self.rows is not None or self.base is not None or self.point_reads >= POINT_READS:
             return False
-        return self.dataset.count_rows() >= POINT_READ_ROWS  # from the fragments' row counts: no read
+        if self.dataset.count_rows() < POINT_READ_ROWS:  # from the fragments' row counts: no read
+            return False
+        with self._lock:  # a burst of first lookups (a server starting) makes at most POINT_READS of them
+            self.point_reads += 1
+            return self.point_reads <= POINT_READS
 
     def set_index(self, index: RowIndex) -> None:
         """Publish the rows (index first: a thread that sees ``rows`` finds them indexed)."""
@@ -213,6 +217,7 @@ class SnapshotStore:
         self._current: Snapshot | None = None
         self._unstored: Snapshot | None = None  # the last commit whose rows are not stored yet
         self._shared_newest = SharedCall(self._list_newest)  # concurrent checks share a listing
+        self._shared_first = SharedCall(self._first)  # a burst of first calls shares one open (one read of rows)
 
     def publish(self, snapshot: Snapshot | None, identify: bool = True) -> Snapshot | None:
         """Make ``snapshot`` the latest. ``identify``: record its manifest file's e-tag now (one stat or HEAD),
@@ -259,9 +264,22 @@ class SnapshotStore:
         """The latest snapshot, checked against storage now; None when the catalog has no ``__manifest``."""
         with self._lock:
             current = self._current
-        if current is None and (self._cache is not None or self._objects is not None):
+        return self._shared_first() if current is None else self._checked(current)
+
+    def _first(self) -> Snapshot | None:
+        """The first snapshot of this instance, or the one a first call that started earlier published (checked:
+        that call may have started before a caller waiting on it arrived)."""
+        with self._lock:
+            current = self._current
+        if current is not None:
+            return self._checked(current)
+        if self._cache is not None or self._objects is not None:
             return self._cold()
-        if current is not None and self._is_latest(current):
+        return self.publish(self._open(None))
+
+    def _checked(self, current: Snapshot) -> Snapshot | None:
+        """``current`` if it still is the latest version, else the latest opened from it."""
+        if self._is_latest(current):
             if self._cache is not None and not current.cached and current.rows is not None and current.e_tag:
                 self._cache.save(current.version, current.e_tag, current.rows, current.metadata)
                 current.cached = True

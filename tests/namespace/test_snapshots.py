@@ -4,6 +4,7 @@ after ``POINT_READS`` lookups. ``POINT_READ_ROWS`` is lowered so that a small ca
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,20 @@ def test_small_versions_and_handed_in_rows_are_read_whole(tmp_path: Path, monkey
     monkeypatch.setattr(snapshots.Snapshot, "_read", lambda self: reads.append(self.version) or read(self))
     assert call(DirectoryNamespace(root=str(tmp_path)), "table_exists", id=["db", "it's"]) == ("ok", {})
     assert len(reads) == 1  # below POINT_READ_ROWS: one whole read (a few milliseconds), indexed at once
+
+
+def test_a_burst_of_first_lookups_makes_at_most_point_reads_scans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server starting on a large catalog meets many first lookups at once: at most ``POINT_READS`` of them
+    scan, the others wait for the one whole read; every answer is right."""
+    build("ours", tmp_path)
+    monkeypatch.setattr(snapshots, "POINT_READ_ROWS", 1)
+    scans: list[bool] = []
+    decide = snapshots.Snapshot._reads_by_point
+    monkeypatch.setattr(snapshots.Snapshot, "_reads_by_point", lambda self: scans.append(decide(self)) or scans[-1])
+    namespace = DirectoryNamespace(root=str(tmp_path))
+    with ThreadPoolExecutor(16) as pool:
+        found = list(pool.map(lambda name: call(namespace, "table_exists", id=["db", name]), NAMES * 4))
+    assert found == [("error", 4) if name == "plain" else ("ok", {}) for name in NAMES * 4]
+    assert 1 <= scans.count(True) <= snapshots.POINT_READS
