@@ -48,10 +48,16 @@ def coerce_request(request: Any, model: type[_Request]) -> _Request:
     raise InvalidInputError(f"Expected a {model.__name__} or a dict, got {type(request).__name__}")
 
 
+@functools.cache
+def _known_fields(model: type[pydantic.BaseModel]) -> frozenset[str]:
+    """The names and aliases a request model takes (once per model: dict requests are pylance's every call)."""
+    return frozenset(model.model_fields) | {field.alias for field in model.model_fields.values() if field.alias}
+
+
 def _refuse_unknown_fields(request: dict[str, Any], model: type[pydantic.BaseModel]) -> None:
     """A field the model does not know would be ignored silently (pydantic drops extras): refuse it when it
     carries a value. A None is kept quiet: a newer pylance calling back may send fields it leaves unset."""
-    known = set(model.model_fields) | {field.alias for field in model.model_fields.values() if field.alias}
+    known = _known_fields(model)
     unknown = sorted(key for key, value in request.items() if key not in known and value is not None)
     if unknown:
         raise InvalidInputError(f"Unknown field(s) in the {model.__name__}: {', '.join(map(str, unknown))}")
