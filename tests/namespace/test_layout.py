@@ -98,3 +98,41 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert _imports(module) == {PACKAGE, f"{PACKAGE}.storage"}
     layers = _module_map()
     assert layers[PACKAGE] == "facade" and layers[f"{PACKAGE}.identifiers"] == "rules"
+
+
+_BACKENDS = {"file", "memory", "s3", "s3a"}
+
+
+def _is_storage_scheme(node: ast.Attribute) -> bool:
+    """``storage.scheme``, ``self._storage.scheme``, ``catalog.storage.scheme`` (a version's naming scheme is not
+    a backend)."""
+    if node.attr != "scheme":
+        return False
+    owner = node.value
+    name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+    return name.lstrip("_") == "storage"
+
+
+def _scheme_tests(path: Path) -> list[str]:
+    """Where ``path`` tells backends apart itself: reads a ``scheme``/``protocol`` attribute, or compares with a
+    backend's name or URI prefix (string constants in code; docstrings are expressions of their own)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and (node.attr == "protocol" or _is_storage_scheme(node)):
+            found.append(f"{path.name}:{node.lineno} .{node.attr}")
+        elif isinstance(node, (ast.Compare, ast.Call)):
+            for constant in ast.walk(node):
+                if isinstance(constant, ast.Constant) and isinstance(constant.value, str):
+                    value = constant.value
+                    if value in _BACKENDS or (value.partition("://")[0] in _BACKENDS and "://" in value):
+                        found.append(f"{path.name}:{node.lineno} {value!r}")
+    return found
+
+
+def test_no_module_but_storage_tells_backends_apart() -> None:
+    """Every difference between local disk, memory and S3 is a ``Storage`` method or attribute (storage.py;
+    ``s3.py`` translates S3's options): nowhere else in the engine or the page is a scheme tested."""
+    page = ROOT.parent / "page"
+    checked = [path for path in [*ROOT.rglob("*.py"), *page.rglob("*.py")] if path.name not in ("storage.py", "s3.py")]
+    assert [found for path in checked for found in _scheme_tests(path)] == []
+    assert _scheme_tests(ROOT / "storage.py")  # the check sees the scheme tests where they belong
