@@ -13,9 +13,16 @@ exist for TableExists, ListTables and DescribeTable (the reference agrees); oper
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
-from lance_namespace import NamespaceNotFoundError, TableNotFoundError, UnsupportedOperationError
+from lance_namespace import (
+    InternalError,
+    LanceNamespace,
+    NamespaceNotFoundError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.config import NamespaceConfig
@@ -23,7 +30,6 @@ from airflow_provider_lance.namespace.manifest import ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow
 from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.rows_object import RowsObjects
-from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 from airflow_provider_lance.namespace.snapshots import SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
 
@@ -55,20 +61,29 @@ class Catalog:
     """Configuration, storage and ``__manifest`` of one namespace root.
 
     :param config: the validated constructor properties.
+    :param facade: the ``DirectoryNamespace`` serving this catalog (held weakly: it owns the catalog).
     """
 
-    def __init__(self, config: NamespaceConfig) -> None:
+    def __init__(self, config: NamespaceConfig, facade: LanceNamespace | None = None) -> None:
         self.config = config
+        self._facade = weakref.ref(facade) if facade is not None else None
         self.storage = Storage(config.root, config.storage_options)
         cache = objects = None
         if config.manifest_cache_dir and self.storage.is_remote:
-            # one bucket path on two endpoints is two catalogs
-            endpoints = sorted(v for k, v in config.storage_options.items() if k in ENDPOINT_OPTIONS)
-            cache = RowsCache(config.manifest_cache_dir, " ".join([*endpoints, config.root]))
-        if config.rows_object_max_rows and self.storage.scheme in ("s3", "s3a"):
+            cache = RowsCache(config.manifest_cache_dir, self.storage.catalog_key)
+        if config.rows_object_max_rows and self.storage.lists_newest_first:
             objects = RowsObjects(self.storage, config.rows_object_max_rows)
         snapshots = SnapshotStore(self.storage, self.storage.options, cache, objects)
         self.manifest = ManifestTable(self.storage, config.commit_retries, config.maintenance, snapshots)
+
+    @property
+    def facade(self) -> LanceNamespace:
+        """The namespace pylance commits a managed write through (``namespace_client``): the facade itself, so
+        its callbacks (DeclareTable, DescribeTable, CreateTableVersion, ...) are the facade's operations."""
+        facade = self._facade() if self._facade is not None else None
+        if facade is None:
+            raise InternalError("This catalog has no DirectoryNamespace to commit managed writes through")
+        return facade
 
     # -- modes ------------------------------------------------------------------------------------------
     def require_manifest(self, operation: str) -> None:
