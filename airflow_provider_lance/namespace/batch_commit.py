@@ -158,7 +158,7 @@ def _plan_declare(catalog: Catalog, plan: _Plan, request: DeclareTableRequest) -
         CommitTableResult(
             declare_table=DeclareTableResponse(
                 location=catalog.storage.uri(location),
-                storage_options=catalog.response_storage_options(request.vend_credentials),
+                storage_options=catalog.response_storage_options(location, request),
                 properties=dict(request.properties) if request.properties else None,
                 managed_versioning=True if catalog.managed() else None,
             )

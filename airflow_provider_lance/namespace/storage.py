@@ -106,6 +106,11 @@ class Storage:
         """The storage options with secret values masked (for messages and debugging)."""
         return {name: ("***" if name.lower() in SECRET_OPTIONS else value) for name, value in self.options.items()}
 
+    @property
+    def bucket(self) -> str:
+        """The bucket of an object-store root (the first path component)."""
+        return self._base.strip("/").partition("/")[0]
+
     # -- naming -----------------------------------------------------------------------------------------
     def path(self, key: str = "") -> str:
         """The fsspec path of ``key``."""
