@@ -36,7 +36,7 @@ import botocore.config
 import botocore.exceptions
 from lance_namespace import InvalidInputError, PermissionDeniedError, ServiceUnavailableError
 
-from airflow_provider_lance.namespace.s3 import s3fs_arguments
+from airflow_provider_lance.namespace.s3 import install_log_redaction, s3fs_arguments
 
 PREFIX = "credential_vendor."
 #: The request context key the REST server sets to the caller's level (read, write or admin).
@@ -147,6 +147,7 @@ class CredentialVendor:
         self.config = config
         self.clock = clock
         self.assume_role_calls = 0
+        install_log_redaction()  # botocore logs the STS answer (the vended secret) at DEBUG
         s3 = s3fs_arguments(dict(storage_options))
         client = s3.get("client_kwargs", {})
         self.sts = boto3.session.Session().client(
@@ -213,7 +214,9 @@ class CredentialVendor:
                 raise PermissionDeniedError(message) from None
             raise ServiceUnavailableError(message) from None
         except botocore.exceptions.BotoCoreError as error:
-            raise ServiceUnavailableError(f"Credential vending: STS did not answer ({type(error).__name__})") from None
+            raise ServiceUnavailableError(
+                f"Credential vending: STS did not answer AssumeRole of {self.config.role_arn} ({type(error).__name__})"
+            ) from None
         expires = int(credentials["Expiration"].timestamp() * 1000)
         lifetime = max(expires - int(self.clock() * 1000), 0)
         return Vended(
