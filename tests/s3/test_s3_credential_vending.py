@@ -270,7 +270,7 @@ def test_properties_are_the_references_and_are_checked(moto_server: MotoServer, 
     for extra in bad:
         with pytest.raises(ln.InvalidInputError):
             DirectoryNamespace(**vending_properties(moto_server, s3_root, role_arn, **extra))
-    with pytest.raises(ln.InvalidInputError, match="credential_vendor.permission"):
+    with pytest.raises(ln.InvalidInputError, match=r"credential_vendor\.permission"):
         _describe(ns, ["t"], "superuser", vend_credentials=True)
 
 
