@@ -218,7 +218,12 @@ class CredentialVendor:
                 f"Credential vending: STS did not answer AssumeRole of {self.config.role_arn} ({type(error).__name__})"
             ) from None
         expires = int(credentials["Expiration"].timestamp() * 1000)
-        lifetime = max(expires - int(self.clock() * 1000), 0)
+        lifetime = expires - int(self.clock() * 1000)
+        if lifetime <= 0:  # never hand out an expired credential (this machine's clock is ahead of STS's)
+            raise ServiceUnavailableError(
+                f"Credential vending: AssumeRole of {self.config.role_arn} answered credentials that have already "
+                "expired by this machine's clock"
+            )
         return Vended(
             options={
                 "aws_access_key_id": credentials["AccessKeyId"],

@@ -33,15 +33,15 @@ LIFETIME = timedelta(seconds=4)  # with refresh_fraction 0.25: clients come back
 
 
 class RecordingNamespace(DirectoryNamespace):
-    """The engine, remembering the ``vend_credentials`` of every DescribeTable that reaches it."""
+    """The engine, remembering the table id and ``vend_credentials`` of every DescribeTable that reaches it."""
 
     def __init__(self, **properties: Any) -> None:
         super().__init__(**properties)
-        self.vend_requests: list[Any] = []
+        self.described: list[tuple[list[str], Any]] = []
 
     def describe_table(self, request: Any) -> Any:
-        asked = request.get("vend_credentials") if isinstance(request, dict) else request.vend_credentials
-        self.vend_requests.append(asked)
+        fields = request if isinstance(request, dict) else request.model_dump()
+        self.described.append((list(fields.get("id") or []), fields.get("vend_credentials")))
         return super().describe_table(request)
 
 
@@ -86,7 +86,7 @@ def test_pylance_reader_and_writer_live_across_refreshes(engine: RecordingNamesp
         time.sleep(0.25)
     assert len(seen_keys) >= 3, seen_keys  # two refreshes at least, each a new credential
     assert vendor.assume_role_calls - calls >= 2
-    assert engine.vend_requests.count(True) >= 2  # the refreshes ask for credentials explicitly
+    assert [asked for _, asked in engine.described].count(True) >= 2  # the refreshes ask for credentials explicitly
 
     # a writer whose input takes two lifetimes to arrive
     def slow_batches() -> Iterator[pa.RecordBatch]:
