@@ -9,9 +9,12 @@ server's cache renews exactly then."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,8 +25,8 @@ import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.rest import ServerSettings
-from tests.rest.servers import serve_namespace
-from tests.s3.conftest import MotoServer
+from tests.rest.servers import ServerProcess, serve_namespace
+from tests.s3.conftest import ACCESS_KEY, SECRET_KEY, MotoServer
 from tests.s3.test_s3_credential_vending import capture_policies, make_role, vending_properties
 
 pytestmark = pytest.mark.s3
@@ -128,3 +131,29 @@ def test_the_level_comes_from_the_request_context(engine: RecordingNamespace, se
         )
         assert (refused.status_code, refused.json()["code"]) == (400, 13)
         assert "aws" not in json.dumps(refused.json()).lower()
+
+
+def test_the_command_line_server_vends_and_refuses_the_namespaces_own_keys(
+    moto_server: MotoServer, s3_root: str, tmp_path: Path
+) -> None:
+    role = make_role(moto_server, f"cli-{s3_root.rsplit('-', 1)[-1]}")
+    properties = tmp_path / "props.json"
+    own_keys = moto_server.properties(s3_root)  # credential_vending_enabled=true: the namespace's own keys
+    properties.write_text(json.dumps(own_keys))
+    command = [sys.executable, "-m", "airflow_provider_lance.rest", "--properties-file", str(properties)]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "credential_vendor.enabled=true" in refused.stderr
+    assert SECRET_KEY not in refused.stderr + refused.stdout
+
+    properties.write_text(json.dumps(vending_properties(moto_server, s3_root, role)))
+    with ServerProcess(["--properties-file", str(properties), "--no-page"]) as server:
+        client = ln.connect("rest", {"uri": server.url})
+        client.declare_table(ln.DeclareTableRequest(id=["t"], vend_credentials=False))
+        options = client.describe_table(ln.DescribeTableRequest(id=["t"], vend_credentials=True)).storage_options
+        assert options["aws_access_key_id"].startswith("ASIA") and options["aws_session_token"]
+        assert options["aws_access_key_id"] != ACCESS_KEY and SECRET_KEY not in json.dumps(options)
+        declined = client.describe_table(ln.DescribeTableRequest(id=["t"], vend_credentials=False)).storage_options
+        assert "aws_session_token" not in (declined or {})
+        assert server.terminate() == 0
+    log = "".join(server.stderr_lines)
+    assert SECRET_KEY not in log and options["aws_secret_access_key"] not in log
