@@ -49,6 +49,7 @@ DEFAULT_DURATION_MILLIS = 3_600_000
 DEFAULT_SESSION_NAME = "lance-credential-vending"
 DEFAULT_REFRESH_FRACTION = 0.25
 _IAM_SPECIAL = re.compile(r"[$*?]")
+_PRUNE_AT = 4096  # cached credentials before expired ones are forgotten
 #: the ``credential_vendor.*`` properties (without the prefix) this engine reads
 PROPERTIES = frozenset(
     {
@@ -161,7 +162,9 @@ class CredentialVendor:
         )
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str, str], Vended] = {}
-        self._renewing: dict[tuple[str, str, str], threading.Lock] = {}
+        self._prune_at = _PRUNE_AT
+        # one renewal at a time per (table, level): striped locks, a bounded number whatever the catalog's size
+        self._renewing = [threading.Lock() for _ in range(64)]
 
     def level(self, context: Mapping[str, str] | None) -> str:
         """The level of a request: the context's (set by the REST server from the caller's grant), else the
@@ -179,14 +182,24 @@ class CredentialVendor:
         vended = self._fresh(key)
         if vended is not None:
             return vended
-        with self._lock:
-            renewing = self._renewing.setdefault(key, threading.Lock())
-        with renewing:
+        with self._renewing[hash(key) % len(self._renewing)]:
             vended = self._fresh(key)  # another caller renewed it while we waited
             if vended is None:
                 vended = self._assume_role(bucket, prefix, level)
-                self._cache[key] = vended
+                with self._lock:
+                    self.assume_role_calls += 1
+                    if len(self._cache) >= self._prune_at:
+                        self._prune()
+                        self._prune_at = max(_PRUNE_AT, 2 * len(self._cache))  # amortised: no scan per call
+                    self._cache[key] = vended
         return vended
+
+    def _prune(self) -> None:
+        """Forget expired credentials (a catalog of many tables would otherwise keep one per table ever
+        vended); called under ``_lock``."""
+        now = self.clock() * 1000
+        for key in [key for key, vended in self._cache.items() if vended.expires_at_millis <= now]:
+            del self._cache[key]
 
     def _fresh(self, key: tuple[str, str, str]) -> Vended | None:
         vended = self._cache.get(key)
@@ -203,7 +216,6 @@ class CredentialVendor:
         }
         if self.config.external_id:
             arguments["ExternalId"] = self.config.external_id
-        self.assume_role_calls += 1
         try:
             credentials = self.sts.assume_role(**arguments)["Credentials"]
         except botocore.exceptions.ClientError as error:

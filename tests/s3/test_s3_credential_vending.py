@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -156,16 +157,20 @@ def test_cache_renews_at_the_refresh_fraction_and_never_hands_out_an_expired_cre
     vending: DirectoryNamespace,
 ) -> None:
     vendor = vending.catalog.vendor
-    now = [1_000_000.0]  # seconds; moved by hand
+    now = [1_000_000.0]  # seconds; moved by hand, and STS's answers expire an hour after it
     vendor.clock = lambda: now[0]
+    lifetime = [3600.0]
+
+    def expire_by_our_clock(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["Credentials"]["Expiration"] = datetime.fromtimestamp(now[0] + lifetime[0], UTC)
+
+    vendor.sts.meta.events.register("after-call.sts.AssumeRole", expire_by_our_clock)
     vending.declare_table(ln.DeclareTableRequest(id=["t"], vend_credentials=False))
     vending.declare_table(ln.DeclareTableRequest(id=["u"], vend_credentials=False))
     calls = vendor.assume_role_calls
     first = _describe(vending, ["t"], vend_credentials=True)
-    # moto's expiry is real time; our clock is pinned before it, so lifetime = expiry - now
     expires, offset = int(first["expires_at_millis"]), int(first["refresh_offset_millis"])
-    lifetime = expires - now[0] * 1000
-    assert offset == int(lifetime * 0.25)
+    assert (expires, offset) == (int((now[0] + 3600) * 1000), 900_000)  # a quarter of the lifetime
     assert _describe(vending, ["t"], vend_credentials=True) == first  # from the cache
     assert vendor.assume_role_calls == calls + 1
     _describe(vending, ["t"], "write", vend_credentials=True)  # another level: its own credential
@@ -178,10 +183,17 @@ def test_cache_renews_at_the_refresh_fraction_and_never_hands_out_an_expired_cre
     assert renewed["aws_access_key_id"] != first["aws_access_key_id"]
     assert vendor.assume_role_calls == calls + 4
     now[0] = expires / 1000 + 3600  # past every expiry: nothing stale comes back
+    vendor._prune_at = 1  # and expired credentials are forgotten when the next one is stored
     for table in (["t"], ["u"]):
         options = _describe(vending, table, vend_credentials=True)
         assert options["aws_access_key_id"] not in (first["aws_access_key_id"], renewed["aws_access_key_id"])
     assert vendor.assume_role_calls == calls + 6
+    assert sorted(key[2] for key in vendor._cache) == ["read", "read"]  # the expired write-level one is gone
+
+    lifetime[0] = -1  # STS answering credentials already expired (a clock ahead of STS's): refused
+    now[0] += 7200
+    with pytest.raises(ln.ServiceUnavailableError, match="already expired"):
+        _describe(vending, ["t"], vend_credentials=True)
 
 
 def test_concurrent_callers_share_one_assume_role(vending: DirectoryNamespace) -> None:
