@@ -41,7 +41,7 @@ def test_refuses_to_listen_beyond_loopback_without_tokens(root: Path) -> None:
     command = [sys.executable, "-m", "airflow_provider_lance.rest", "--root", str(root), "--host", "0.0.0.0"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
-    assert "without --token-file" in result.stderr
+    assert "without --principals-file" in result.stderr
 
 
 def test_tls(root: Path, tmp_path: Path) -> None:
