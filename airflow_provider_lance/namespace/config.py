@@ -81,20 +81,28 @@ def _cache_dir(value: Any) -> str | None:
 
 
 def _check_no_credentials_in_url(key: str, value: str) -> None:
-    """Refuse ``http://KEY:SECRET@host`` endpoints: botocore and object_store would log and echo the URL (in
-    errors, tracebacks and request logs) with the secret in it. The message never repeats the value."""
-    if key[len(STORAGE_PREFIX) :].lower() not in ENDPOINT_OPTIONS or "://" not in value:
+    """Refuse endpoints that carry credentials or whose authority does not parse: botocore, s3fs and
+    object_store log and echo the URL (in errors, tracebacks and request logs). ``http://KEY:SECRET@host`` is
+    plain; a secret holding a ``/`` (as AWS secret keys often do) moves the ``@`` into what a URL parser takes
+    for the path (``http://KEY:SE/CRET@host``: no userinfo, a "port" of ``SE``), so any ``@`` is refused, and
+    so is an authority without a host or with a port that is not a number. The message never repeats the
+    value."""
+    if key[len(STORAGE_PREFIX) :].lower() not in ENDPOINT_OPTIONS:
+        return
+    if "@" in value:
+        raise InvalidInputError(
+            f"Invalid property '{key}': the endpoint URL carries credentials ('@'); give them as "
+            "storage.aws_access_key_id and storage.aws_secret_access_key instead"
+        )
+    if "://" not in value:
         return
     try:
         parts = urlsplit(value)
-        userinfo = parts.username is not None or parts.password is not None
+        valid = bool(parts.hostname) and (parts.port is None or parts.port >= 0)
     except ValueError:
-        raise InvalidInputError(f"Invalid property '{key}': not a URL") from None
-    if userinfo:
-        raise InvalidInputError(
-            f"Invalid property '{key}': the endpoint URL carries credentials (user:password@); give them as "
-            "storage.aws_access_key_id and storage.aws_secret_access_key instead"
-        )
+        valid = False
+    if not valid:
+        raise InvalidInputError(f"Invalid property '{key}': not a URL with a host and a numeric port")
 
 
 @dataclass(frozen=True)
