@@ -213,7 +213,7 @@ class Authorizer:
                 whole = " (nothing was done)" if len(objects) > 1 else ""
                 raise PermissionDeniedError(
                     f"Principal '{principal.name}' may not {_OPERATION_IDS.get(operation, operation)} {names}: "
-                    f"that needs a {needs} grant{whole}"
+                    f"that needs a grant of level '{needs}'{whole}"
                 )
         if operation in VENDING_OPERATIONS and (principal is not None or request.context):
             context = {k: v for k, v in (request.context or {}).items() if k != PERMISSION_KEY}
