@@ -108,12 +108,18 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _configure_logging(level: str) -> None:
+    """The server's log format (a no-op where logging is configured already: the process of one worker)."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
 def build_app() -> Starlette:
     """The app of one worker, from the configuration the parent put into the environment (uvicorn factory)."""
     from airflow_provider_lance.namespace import DirectoryNamespace
     from airflow_provider_lance.rest.authorization import page_source
 
     config: dict[str, Any] = json.loads(os.environ[_APP_ENV])
+    _configure_logging(config["log_level"])  # a spawned worker starts without it: no access or audit log
     properties: dict[str, str] = config["properties"]
     namespace = DirectoryNamespace(**properties)
     store = None
@@ -154,7 +160,7 @@ class _Supervisor(Multiprocess):
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the server until SIGTERM or SIGINT (in-flight requests finish first)."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _configure_logging(args.log_level)
     files = [os.path.abspath(path) if path else None for path in (args.principals_file, args.token_file)]
     if any(files):
         try:
@@ -175,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("--tls-certfile and --tls-keyfile go together")
     config = {
         "properties": _properties(args),
+        "log_level": args.log_level,
         "principals_file": files[0],
         "token_file": files[1],
         "max_body_bytes": args.max_body_bytes,
@@ -201,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         log_config=None,
         timeout_keep_alive=5,
         timeout_graceful_shutdown=30,
+        # a worker still importing on a loaded machine (12 s measured at load 14 on 2 cores) is not hung:
+        # uvicorn's 5 s would kill and respawn it in a loop
+        timeout_worker_healthcheck=60,
         ssl_certfile=args.tls_certfile,
         ssl_keyfile=args.tls_keyfile,
         server_header=False,

@@ -215,6 +215,8 @@ def test_listings_show_only_what_the_caller_may_read(secured: str) -> None:
         deep.list_namespaces(ln.ListNamespacesRequest(id=["ab"]))
     table_writer = _as(secured, "table-writer")
     assert table_writer.list_tables(ln.ListTablesRequest(id=["a"])).tables == ["t"]
+    declared_only = ln.ListTablesRequest(id=["a"], include_declared=False)  # a.t has no version yet
+    assert table_writer.list_tables(declared_only).tables == []
     assert table_writer.list_namespaces(ln.ListNamespacesRequest(id=["a"])).namespaces == []
     reader = _as(secured, "reader")
     assert reader.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["a"]
