@@ -174,7 +174,7 @@ class Principals:
     @classmethod
     def from_tokens(cls, tokens: Iterable[str]) -> Principals:
         """The old ``--token-file``: every token is admin on the root (each its own principal, named by its
-        line number, so that logs tell them apart without naming the token)."""
+        place in the file, so that logs tell them apart without naming the token)."""
         root = (Grant((), Level.ADMIN),)
         return cls(
             Principal(f"token-{i}", root, {SecretKind.TOKEN: (_StoredSecret.parse(hash_secret(t), "token"),)})
