@@ -169,7 +169,7 @@ class NamespaceService:
             body = await self._read_body(scope, receive)
             query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
             request, data = build_request(route, path_params, query, body)
-            admission = self.authorizer.admit(principal, route.operation, request)
+            admission = self.authorizer.admit(principal, route.operation, request, request_id)
             args = (request,) if data is None else (request, data)
             if route.operation == "declare_table" and self.declares is not None:
                 result = await self.declares.submit(request)

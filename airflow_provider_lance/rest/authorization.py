@@ -196,7 +196,7 @@ class Authorizer:
             "list_all_tables": self._all_tables_on_the_path,
         }
 
-    def admit(self, principal: Principal | None, operation: str, request: Any) -> Admission:
+    def admit(self, principal: Principal | None, operation: str, request: Any, request_id: str = "-") -> Admission:
         """Check ``request`` against the principal's grants (None: the server has no authentication) and put
         the caller's level into the request's ``context`` for the operations that may vend credentials
         (a level the client sent itself is replaced, or removed without authentication).
@@ -207,7 +207,7 @@ class Authorizer:
         if principal is not None:
             denied = [(o, need) for o, need in objects if not self._allows(principal, operation, o, need)]
             if denied:
-                Admission(principal, operation, tuple(objects)).audit("denied", "-")
+                Admission(principal, operation, tuple(objects)).audit("denied", request_id)
                 needs = max(need for _, need in denied)
                 names = ", ".join(f"'{format_identifier(o)}'" for o, _ in denied[:10])
                 whole = " (nothing was done)" if len(objects) > 1 else ""
@@ -307,6 +307,12 @@ class AuthorizedView:
     def __init__(self, authorizer: Authorizer, principal: Principal | None) -> None:
         self._authorizer = authorizer
         self._principal = principal
+
+    @property
+    def config(self) -> Any:
+        """The namespace's configuration: the page opens a table's files with the server's own storage options
+        once the principal may describe the table."""
+        return getattr(self._authorizer.namespace, "config", None)
 
     def __getattr__(self, operation: str) -> Callable[..., Any]:
         if operation not in LEVELS:
