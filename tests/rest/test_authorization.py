@@ -191,6 +191,11 @@ def test_no_sibling_leak(secured: str) -> None:
     reader = _as(secured, "reader")
     with pytest.raises(ln.PermissionDeniedError):
         reader.describe_table(ln.DescribeTableRequest(id=["ab", "t"]))
+    with httpx.Client(base_url=secured) as http:  # the seed's POST /<OperationId> form goes through the same checks
+        headers = {"Authorization": f"Bearer {TOKENS['reader']}"}
+        assert http.post("/DropTable", json={"id": ["a", "t"]}, headers=headers).status_code == 403
+        assert http.post("/GetTable", json={"id": ["ab", "t"]}, headers=headers).status_code == 403
+        assert http.post("/GetTable", json={"id": ["a", "t"]}, headers=headers).status_code == 200
     with pytest.raises(ln.PermissionDeniedError):
         reader.list_tables(ln.ListTablesRequest(id=["ab"]))
 
