@@ -132,7 +132,8 @@ def build_app() -> Starlette:
         max_body_bytes=config["max_body_bytes"],
         body_timeout=config["body_timeout"],
         threads=config["threads"],
-        vend_credentials=properties.get("credential_vending_enabled", "false").lower() == "true",
+        # temporary, table-scoped credentials only (credential_vendor.*): main() refuses the namespace's own
+        vend_credentials=namespace.config.credential_vendor is not None,
     )
     page_app = None
     if config["page"]:
@@ -177,10 +178,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             "--token-file: every token in it is admin on the root (it may drop and rename anything); give "
             "principals with their grants in --principals-file instead"
         )
+    properties = _properties(args)
+    if str(properties.get("credential_vending_enabled", "false")).strip().lower() != "false":
+        raise SystemExit(
+            "credential_vending_enabled hands the server's own long-lived storage keys to every caller: the "
+            "server refuses it. Vend temporary table-scoped credentials instead: credential_vendor.enabled=true "
+            "and credential_vendor.aws_role_arn=... (docs/rest.md, 'Credential vending')"
+        )
     if bool(args.tls_certfile) != bool(args.tls_keyfile):
         raise SystemExit("--tls-certfile and --tls-keyfile go together")
     config = {
-        "properties": _properties(args),
+        "properties": properties,
         "log_level": args.log_level,
         "principals_file": files[0],
         "token_file": files[1],

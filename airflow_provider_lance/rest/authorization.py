@@ -34,6 +34,7 @@ from lance_namespace import (
 )
 from starlette.requests import Request
 
+from airflow_provider_lance.namespace.credentials import PERMISSION_CONTEXT_KEY
 from airflow_provider_lance.namespace.identifiers import DELIMITER, paginate
 from airflow_provider_lance.rest.authentication import principal_of
 from airflow_provider_lance.rest.principals import Level, Principal
@@ -121,7 +122,6 @@ _COMMIT_OPERATIONS = {
 _ON_THE_PATH = frozenset({"list_namespaces", "list_tables", "list_all_tables", "namespace_exists"})
 #: The answers that may carry storage credentials: the caller's level goes to the namespace in ``context``.
 VENDING_OPERATIONS = frozenset({"describe_table", "declare_table", "create_table"})
-PERMISSION_KEY = "credential_vendor.permission"
 _OPERATION_IDS = {route.operation: route.operation_id for route in ROUTES}
 
 
@@ -216,9 +216,9 @@ class Authorizer:
                     f"that needs a grant of level '{needs}'{whole}"
                 )
         if operation in VENDING_OPERATIONS and (principal is not None or request.context):
-            context = {k: v for k, v in (request.context or {}).items() if k != PERMISSION_KEY}
+            context = {k: v for k, v in (request.context or {}).items() if k != PERMISSION_CONTEXT_KEY}
             if principal is not None:
-                context[PERMISSION_KEY] = str(principal.level_on(_id(request)))
+                context[PERMISSION_CONTEXT_KEY] = str(principal.level_on(_id(request)))
             request.context = context
         return Admission(principal, operation, tuple(objects))
 

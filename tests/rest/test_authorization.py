@@ -17,9 +17,10 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace.credentials import PERMISSION_CONTEXT_KEY
 from airflow_provider_lance.page import create_page_app
 from airflow_provider_lance.rest import ServerSettings, create_app
-from airflow_provider_lance.rest.authorization import LEVELS, PERMISSION_KEY, page_source
+from airflow_provider_lance.rest.authorization import LEVELS, page_source
 from airflow_provider_lance.rest.client import RestNamespace
 from airflow_provider_lance.rest.principals import Level, PrincipalStore, hash_secret
 from airflow_provider_lance.rest.routes import ROUTES, Body
@@ -281,7 +282,7 @@ def test_the_callers_level_reaches_the_namespace_for_vending(root: Path, tmp_pat
     engine.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
     engine.declare_table(ln.DeclareTableRequest(id=["a", "t"]))
     store = PrincipalStore(str(_write_principals(tmp_path / "p.json"))) if authenticated else None
-    claimed = {PERMISSION_KEY: "admin", "other": "kept"}
+    claimed = {PERMISSION_CONTEXT_KEY: "admin", "other": "kept"}
     data = pa.table({"x": [1]})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, data.schema) as writer:
@@ -301,7 +302,9 @@ def test_the_callers_level_reaches_the_namespace_for_vending(root: Path, tmp_pat
                     headers=headers,
                 )
                 created.raise_for_status()
-            expected = {"other": "kept", PERMISSION_KEY: str(LEVEL[principal])} if authenticated else {"other": "kept"}
+            expected = {"other": "kept"}
+            if authenticated:
+                expected[PERMISSION_CONTEXT_KEY] = str(LEVEL[principal])
             assert engine.seen and all(context == expected for _, context in engine.seen), engine.seen
             if not authenticated:
                 break
