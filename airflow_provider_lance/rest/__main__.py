@@ -122,11 +122,11 @@ def build_app() -> Starlette:
     _configure_logging(config["log_level"])  # a spawned worker starts without it: no access or audit log
     properties: dict[str, str] = config["properties"]
     namespace = DirectoryNamespace(**properties)
-    store = None
-    if config["principals_file"] or config["token_file"]:
-        store = PrincipalStore(config["principals_file"], config["token_file"])
-        # every worker re-reads the files on SIGHUP (the supervisor of several workers passes it on)
-        signal.signal(signal.SIGHUP, lambda *_: store.reload())
+    files = (config["principals_file"], config["token_file"])
+    store = PrincipalStore(*files) if any(files) else None
+    # every worker re-reads the principals on SIGHUP (the supervisor of several workers passes it on); without
+    # them SIGHUP changes nothing (its default action would end the worker and drop its requests)
+    signal.signal(signal.SIGHUP, lambda *_: store.reload() if store is not None else None)
     settings = ServerSettings(
         principals=store,
         max_body_bytes=config["max_body_bytes"],

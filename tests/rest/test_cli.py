@@ -239,3 +239,22 @@ def test_principals_cli(tmp_path: Path) -> None:
     )
     assert refused.returncode != 0 and "not a secret hash" in refused.stderr
     assert "clear-secret-oops" not in refused.stderr
+
+
+def test_sighup_without_principals_changes_nothing(root: Path) -> None:
+    """Without principals SIGHUP neither ends nor replaces a worker (its default action would end it)."""
+    import os
+    import signal
+    import time
+
+    with ServerProcess(["--root", str(root), "--workers", "2", "--no-page"]) as server:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            assert http.get("/v1/namespace/$/list").status_code == 200
+        workers = _children(server.process.pid)
+        os.kill(server.process.pid, signal.SIGHUP)
+        time.sleep(2)
+        for _ in range(8):
+            with httpx.Client(base_url=server.url, timeout=60) as http:
+                assert http.get("/v1/namespace/$/list").status_code == 200
+        assert _children(server.process.pid) == workers
+        assert server.terminate() == 0

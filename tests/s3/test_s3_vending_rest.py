@@ -122,7 +122,8 @@ def test_the_level_comes_from_the_callers_grant(engine: RecordingNamespace) -> N
             for level in levels
         ]
     }
-    settings = ServerSettings(principals=PrincipalStore.of(Principals.from_document(document, "test")))
+    store = PrincipalStore.of(Principals.from_document(document, "test"))
+    settings = ServerSettings(principals=store, vend_credentials=True)
     engine.declare_table(ln.DeclareTableRequest(id=["t"], vend_credentials=False))
     policies = capture_policies(engine.catalog.vendor)
     with serve_namespace(engine, settings) as url, httpx.Client(base_url=url, timeout=30) as http:
