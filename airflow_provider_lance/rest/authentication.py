@@ -57,7 +57,7 @@ class AuthenticationMiddleware:
             state["operation"] = "unauthenticated"
             response = error_response(
                 ErrorCode.UNAUTHENTICATED,
-                "A valid bearer token (Authorization: Bearer) or API key (x-api-key) is required",
+                "A valid bearer token is required (Authorization: Bearer <token>, or an API key as x-api-key)",
                 {"WWW-Authenticate": "Bearer"},
             )
             await response(scope, receive, send)
