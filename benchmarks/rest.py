@@ -8,7 +8,9 @@ shared, so each measurement is split into chunks that alternate between the two 
 outside load) and is summed over its chunks. Also: the REST overhead over a direct engine call (p50 of a
 describe), 32 clients declaring through one server against 8 processes declaring directly with the reference (the
 group commit goal), and the HTTP and storage requests of sensor pokes through REST on a request-counting S3 server
-(one poke; 32 concurrent pokes, which should share freshness checks). ``report`` says of each goal whether it is met.
+(one poke; 32 concurrent pokes, which should share freshness checks), and what authorization costs: the server CPU per
+describe from 32 clients with a principals file against the same server without one (issue 30). ``report`` says of
+each goal whether it is met.
 
 ``python -m benchmarks.rest`` runs it alone and rewrites its section of ``docs/benchmarks.md``;
 ``BENCH_QUICK=1`` for a smoke run.
@@ -43,6 +45,8 @@ ROUNDS = 2 if QUICK else 3  # of the measurements outside the servers (direct ca
 OPERATIONS = ("declare", "describe", "exists", "list")
 SERVERS = ("ours", "reference")
 CONCURRENT_POKES_GOAL = 8  # "far fewer than 32": at most a quarter
+AUTHORIZATION_GOAL_US = 50  # server CPU per request that authentication and grants may add (issue 30)
+PRINCIPALS = 100  # in the principals file of the authorization measurement
 _NS = "b"
 
 
@@ -64,6 +68,7 @@ class _Server:
             self.process.kill()
             raise RuntimeError(f"the server did not start: {line!r}")
         self.url = line.split()[-1]
+        self.token: str | None = None  # the bearer token its clients send
 
     def stop(self) -> None:
         self.process.terminate()
@@ -75,13 +80,13 @@ class _Server:
 
 
 @contextmanager
-def ours(properties: dict[str, str]) -> Iterator[_Server]:
+def ours(properties: dict[str, str], *args: str) -> Iterator[_Server]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(properties, handle)
     server = _Server(
         [
             str(Path(sys.executable).with_name("lance-namespace-server")),
-            *("--port", "0", "--no-page", "--properties-file", handle.name, "--log-level", "warning"),
+            *("--port", "0", "--no-page", "--properties-file", handle.name, "--log-level", "warning", *args),
         ]
     )
     try:
@@ -110,10 +115,11 @@ def serve_reference(properties: dict[str, str]) -> None:
     threading.Event().wait()
 
 
-def _client(url: str) -> ln.LanceNamespace:
+def _client(server: _Server) -> ln.LanceNamespace:
     from lance.namespace import RestNamespace
 
-    return RestNamespace(uri=url)
+    headers = {"header.Authorization": f"Bearer {server.token}"} if server.token else {}
+    return RestNamespace(uri=server.url, **headers)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -151,11 +157,11 @@ def _concurrently(clients: int, total: int, make: Callable[[int], Callable[[int]
     return latencies, time.perf_counter() - started
 
 
-def _calls(operation: str, url: str, tag: str) -> Callable[[int], Callable[[int], None]]:
+def _calls(operation: str, server: _Server, tag: str) -> Callable[[int], Callable[[int], None]]:
     """What one client thread of ``operation`` calls (``tag`` keeps the declared names of rounds apart)."""
 
     def make(worker: int) -> Callable[[int], None]:
-        client = _client(url)
+        client = _client(server)
         if operation == "declare":
             return lambda i: client.declare_table(ln.DeclareTableRequest(id=[_NS, f"d{tag}_{worker}_{i}"]))
         if operation == "describe":
@@ -175,12 +181,13 @@ def _measure(servers: dict[str, _Server], clients: int, operation: str) -> dict[
     latencies: dict[str, list[float]] = {name: [] for name in servers}
     elapsed = dict.fromkeys(servers, 0.0)
     cpu = dict.fromkeys(servers, 0.0)
+    names = tuple(servers)
     for chunk in range(CHUNKS[kind]):
-        for name in SERVERS if chunk % 2 == 0 else SERVERS[::-1]:
+        for name in names if chunk % 2 == 0 else names[::-1]:
             server = servers[name]
             before = _cpu_seconds(server.process.pid)
             chunk_latencies, chunk_elapsed = _concurrently(
-                clients, per_chunk, _calls(operation, server.url, f"{clients}_{chunk}")
+                clients, per_chunk, _calls(operation, server, f"{clients}_{chunk}")
             )
             cpu[name] += _cpu_seconds(server.process.pid) - before
             latencies[name] += chunk_latencies
@@ -195,13 +202,72 @@ def _measure(servers: dict[str, _Server], clients: int, operation: str) -> dict[
     }
 
 
+def _populate(server: _Server) -> None:
+    """The namespace and the ``TABLES`` tables the reads use."""
+    setup = _client(server)
+    setup.create_namespace(ln.CreateNamespaceRequest(id=[_NS]))
+    for i in range(TABLES):
+        setup.declare_table(ln.DeclareTableRequest(id=[_NS, f"t{i}"]))
+
+
+def _authorization(work: Path) -> dict[str, Any]:
+    """Describes from 32 clients against our server without authentication and with a principals file of
+    ``PRINCIPALS`` principals (the caller: a read grant on the namespace, among others), in alternating chunks;
+    the server CPU per call of each (what authorization adds is their difference)."""
+    from airflow_provider_lance.rest.principals import hash_secret
+
+    token, admin = "bench-" + os.urandom(16).hex(), "bench-admin-" + os.urandom(16).hex()
+    principals = [
+        {
+            "name": f"p{i}",
+            "tokens": [hash_secret(token if i == 0 else os.urandom(16).hex())],
+            "grants": [{"namespace": f"other{i}", "level": "write"}, {"namespace": _NS, "level": "read"}],
+        }
+        for i in range(PRINCIPALS)
+    ]
+    root_admin = [{"namespace": "", "level": "admin"}]
+    principals.append({"name": "setup", "tokens": [hash_secret(admin)], "grants": root_admin})
+    path = work / "principals.json"
+    path.write_text(json.dumps({"principals": principals}))
+    (work / "plain").mkdir()
+    (work / "secured").mkdir()
+    with (
+        ours({"root": str(work / "plain")}) as plain,
+        ours({"root": str(work / "secured")}, "--principals-file", str(path)) as secured,
+    ):
+        _populate(plain)
+        secured.token = admin
+        _populate(secured)
+        secured.token = token
+        measured: dict[str, Any] = _measure({"plain": plain, "secured": secured}, 32, "describe")
+    measured["in_process_us"] = _authorization_in_process(principals, token)
+    return measured
+
+
+def _authorization_in_process(principals: list[dict[str, Any]], token: str) -> float:
+    """µs per request of finding the principal of an Authorization header and admitting a describe, in this
+    process (the server CPU difference above is a difference of two noisy numbers; this one is not)."""
+    from airflow_provider_lance.rest.authentication import _secret
+    from airflow_provider_lance.rest.authorization import Authorizer
+    from airflow_provider_lance.rest.principals import Principals
+
+    known = Principals.from_document({"principals": principals}, "benchmark")
+    authorizer = Authorizer(None)  # type: ignore[arg-type]  # admit never calls it
+    headers = [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {token}".encode())]
+    requests = [ln.DescribeTableRequest(id=[_NS, f"t{i}"]) for i in range(TABLES)]
+    calls = 20000
+    started = time.perf_counter()
+    for i in range(calls):
+        presented = _secret(dict(headers))
+        assert presented is not None
+        authorizer.admit(known.authenticate(*presented), "describe_table", requests[i % TABLES])
+    return (time.perf_counter() - started) / calls * 1e6
+
+
 def _servers_workload(servers: dict[str, _Server]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     """Declares, then reads, from 1, 8 and 32 clients against each server."""
     for server in servers.values():
-        setup = _client(server.url)
-        setup.create_namespace(ln.CreateNamespaceRequest(id=[_NS]))
-        for i in range(TABLES):
-            setup.declare_table(ln.DeclareTableRequest(id=[_NS, f"t{i}"]))
+        _populate(server)
     results: dict[str, dict[str, dict[str, dict[str, float]]]] = {name: {} for name in servers}
     for clients in CLIENTS:
         for operation in OPERATIONS:
@@ -291,7 +357,7 @@ def _pokes(work: Path) -> dict[str, Any]:
     with CountingS3Server() as s3:
         properties = s3.properties("rest-pokes")
         with ours(properties) as server:
-            client = _client(server.url)
+            client = _client(server)
             client.create_namespace(ln.CreateNamespaceRequest(id=[_NS]))
             client.declare_table(ln.DeclareTableRequest(id=[_NS, "t"]))
             request = ln.TableExistsRequest(id=[_NS, "t"])
@@ -301,7 +367,7 @@ def _pokes(work: Path) -> dict[str, Any]:
                 client.table_exists(request)
             results["one_poke"] = dict(one)
             results["one_poke_http_requests"] = _http_requests(server.url) - before
-            clients = [_client(server.url) for _ in range(32)]
+            clients = [_client(server) for _ in range(32)]
             barrier = threading.Barrier(32)
 
             def poke(c: ln.LanceNamespace) -> None:
@@ -330,6 +396,7 @@ def run() -> dict[str, Any]:
         results["direct_describe_p50_ms"] = _direct_describe_p50({"root": str(work / "ours")})
         results["reference_8_processes_declares_per_s"] = _reference_processes(work, 8, DECLARES)
         results["pokes"] = _pokes(work)
+        results["authorization"] = _authorization(work)
     return results
 
 
@@ -417,6 +484,20 @@ def goals(results: dict[str, Any]) -> list[Target]:
             many <= CONCURRENT_POKES_GOAL,
         )
     )
+    if "authorization" in results:  # measured since issue 30
+        plain, secured = results["authorization"]["plain"], results["authorization"]["secured"]
+        added = secured["server_cpu_us"] - plain["server_cpu_us"]
+        rows.append(
+            Target(
+                f"authorization: server CPU a request gains with a principals file ({PRINCIPALS} principals),"
+                " describe, 32 clients",
+                f"≤ {AUTHORIZATION_GOAL_US} µs",
+                f"{added:+.0f} µs ({secured['server_cpu_us']:.0f} with, {plain['server_cpu_us']:.0f} without;"
+                f" {secured['per_s']:.0f} vs {plain['per_s']:.0f} calls/s); in process"
+                f" {results['authorization']['in_process_us']:.1f} µs",
+                added <= AUTHORIZATION_GOAL_US,
+            )
+        )
     return rows
 
 

@@ -55,21 +55,28 @@ def _cache_dir(value: Any) -> str | None:
     return os.path.expanduser(value) if value.strip() else None
 
 
-def _check_no_credentials_in_url(key: str, value: str) -> None:
-    """Refuse ``http://KEY:SECRET@host`` endpoints: botocore and object_store would log and echo the URL (in
-    errors, tracebacks and request logs) with the secret in it. The message never repeats the value."""
-    if key[len(STORAGE_PREFIX) :].lower() not in ENDPOINT_OPTIONS or "://" not in value:
+def _check_endpoint(key: str, value: str) -> None:
+    """Refuse an endpoint URL (``storage.aws_endpoint`` and its aliases, ``credential_vendor.aws_sts_endpoint``)
+    that carries credentials or whose authority does not parse: botocore, s3fs and
+    object_store log and echo the URL (in errors, tracebacks and request logs). ``http://KEY:SECRET@host`` is
+    plain; a secret holding a ``/`` (as AWS secret keys often do) moves the ``@`` into what a URL parser takes
+    for the path (``http://KEY:SE/CRET@host``: no userinfo, a "port" of ``SE``), so any ``@`` is refused, and
+    so is an authority without a host or with a port that is not a number. The message never repeats the
+    value."""
+    if "@" in value:
+        raise InvalidInputError(
+            f"Invalid property '{key}': the endpoint URL carries credentials ('@'); give them as "
+            "storage.aws_access_key_id and storage.aws_secret_access_key instead"
+        )
+    if "://" not in value:
         return
     try:
         parts = urlsplit(value)
-        userinfo = parts.username is not None or parts.password is not None
+        valid = bool(parts.hostname) and (parts.port is None or parts.port >= 0)
     except ValueError:
-        raise InvalidInputError(f"Invalid property '{key}': not a URL") from None
-    if userinfo:
-        raise InvalidInputError(
-            f"Invalid property '{key}': the endpoint URL carries credentials (user:password@); give them as "
-            "storage.aws_access_key_id and storage.aws_secret_access_key instead"
-        )
+        valid = False
+    if not valid:
+        raise InvalidInputError(f"Invalid property '{key}': not a URL with a host and a numeric port")
 
 
 def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
@@ -108,10 +115,19 @@ def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
         region=given.get("aws_region") or None,
         session_name=(given.get("aws_role_session_name") or credentials.DEFAULT_SESSION_NAME)[:64],  # AWS's limit
         duration_millis=min(max(duration, credentials.MIN_DURATION_MILLIS), credentials.MAX_DURATION_MILLIS),
-        sts_endpoint=given.get("aws_sts_endpoint") or None,
+        sts_endpoint=_sts_endpoint(prefix + "aws_sts_endpoint", given.get("aws_sts_endpoint")),
         refresh_fraction=fraction,
         vend_by_default=parse_bool(prefix + "vend_by_default", given.get("vend_by_default"), True),
     )
+
+
+def _sts_endpoint(key: str, value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"Invalid property '{key}': expected a string, got {type(value).__name__}")
+    _check_endpoint(key, value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -177,7 +193,8 @@ class NamespaceConfig:
                 if not isinstance(value, (str, bool)):  # never echo the value: it may be a secret
                     raise InvalidInputError(f"Invalid property '{key}': expected a string, got {type(value).__name__}")
                 storage[option] = str(value).lower() if isinstance(value, bool) else value
-                _check_no_credentials_in_url(key, storage[option])
+                if option.lower() in ENDPOINT_OPTIONS:
+                    _check_endpoint(key, storage[option])
         tvm = properties.get("table_version_management")
         tracking = properties.get("table_version_tracking_enabled")
         management = None

@@ -188,8 +188,8 @@ def namespace_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
     """A namespace: its child namespaces with their table counts and one page of its tables (or a search)."""
     namespace_id = _id(page)
     reader = page.reader
-    if namespace_id:
-        reader.namespace.describe_namespace(ln.DescribeNamespaceRequest(id=namespace_id))
+    if namespace_id:  # 404 for a namespace that is not there (exists: a reader above its grant may ask it)
+        reader.namespace.namespace_exists(ln.NamespaceExistsRequest(id=namespace_id))
     children = [(name, *reader.count_tables([*namespace_id, name])) for name in reader.child_namespaces(namespace_id)]
     query = page.request.query_params.get("q", "").strip()
     token = page.request.query_params.get("page_token") or None

@@ -24,8 +24,10 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from uvicorn.supervisors import Multiprocess
 
 from airflow_provider_lance.rest.app import ServerSettings, create_app
+from airflow_provider_lance.rest.principals import PrincipalStore
 
 DEFAULT_PORT = 2333  # the protocol's default
 _APP_ENV = "LANCE_REST_SERVER_CONFIG"  # how worker processes get the configuration (never argv)
@@ -46,11 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--properties-file", help="a JSON object of namespace properties (use it for credentials)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 2333; 0 = ephemeral)")
-    parser.add_argument("--token-file", help="accepted bearer tokens, one a line; every route but /health needs one")
+    parser.add_argument(
+        "--principals-file",
+        help="principals, their hashed secrets and grants (JSON or YAML); re-read on SIGHUP",
+    )
+    parser.add_argument("--token-file", help="(old) bearer tokens, one a line, each admin on the root")
     parser.add_argument(
         "--allow-unauthenticated",
         action="store_true",
-        help="listen beyond loopback without --token-file (refused otherwise)",
+        help="listen beyond loopback without --principals-file (refused otherwise)",
     )
     parser.add_argument("--tls-certfile", help="TLS certificate chain (PEM); serves https")
     parser.add_argument("--tls-keyfile", help="TLS private key (PEM)")
@@ -93,16 +99,6 @@ def _json_object(text: str, source: str) -> dict[str, str]:
     return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
 
 
-def _tokens(path: str | None) -> frozenset[str]:
-    if not path:
-        return frozenset()
-    with open(path, encoding="utf-8") as handle:
-        tokens = frozenset(line.strip() for line in handle if line.strip() and not line.startswith("#"))
-    if not tokens:
-        raise SystemExit(f"--token-file {path} holds no token")
-    return tokens
-
-
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -112,15 +108,27 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _configure_logging(level: str) -> None:
+    """The server's log format (a no-op where logging is configured already: the process of one worker)."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
 def build_app() -> Starlette:
     """The app of one worker, from the configuration the parent put into the environment (uvicorn factory)."""
     from airflow_provider_lance.namespace import DirectoryNamespace
+    from airflow_provider_lance.rest.authorization import page_source
 
     config: dict[str, Any] = json.loads(os.environ[_APP_ENV])
+    _configure_logging(config["log_level"])  # a spawned worker starts without it: no access or audit log
     properties: dict[str, str] = config["properties"]
     namespace = DirectoryNamespace(**properties)
+    files = (config["principals_file"], config["token_file"])
+    store = PrincipalStore(*files) if any(files) else None
+    # every worker re-reads the principals on SIGHUP (the supervisor of several workers passes it on); without
+    # them SIGHUP changes nothing (its default action would end the worker and drop its requests)
+    signal.signal(signal.SIGHUP, lambda *_: store.reload() if store is not None else None)
     settings = ServerSettings(
-        tokens=frozenset(config["tokens"]),
+        principals=store,
         max_body_bytes=config["max_body_bytes"],
         body_timeout=config["body_timeout"],
         threads=config["threads"],
@@ -131,7 +139,7 @@ def build_app() -> Starlette:
     if config["page"]:
         from airflow_provider_lance.page import create_page_app
 
-        page_app = create_page_app(namespace)
+        page_app = create_page_app(page_source(namespace))
     app = create_app(namespace, settings, page_app)
     # The modules and the app live as long as the worker: the full collections that a busy server's
     # allocations trigger need not walk them again (each took 50-70 ms, a stall for every request in flight).
@@ -139,15 +147,36 @@ def build_app() -> Starlette:
     return app
 
 
+class _Supervisor(Multiprocess):
+    """uvicorn's supervisor of several workers, except that SIGHUP reaches every worker (each re-reads the
+    principals in place) instead of replacing them all."""
+
+    def handle_hup(self) -> None:
+        for process in self.processes:
+            # a worker that is not serving yet installs its handler and reads the files as it starts
+            if process.pid is not None and process.is_ready(timeout=1):
+                os.kill(process.pid, signal.SIGHUP)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the server until SIGTERM or SIGINT (in-flight requests finish first)."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    tokens = _tokens(args.token_file)
-    if not tokens and not _is_loopback(args.host) and not args.allow_unauthenticated:
+    _configure_logging(args.log_level)
+    files = [os.path.abspath(path) if path else None for path in (args.principals_file, args.token_file)]
+    if any(files):
+        try:
+            PrincipalStore(*files)  # fail now, not in every worker
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"Cannot read the principals: {error}") from None
+    elif not _is_loopback(args.host) and not args.allow_unauthenticated:
         raise SystemExit(
-            f"Refusing to listen on {args.host} without --token-file: anyone who reaches it could change the "
-            "catalog. Give --token-file, listen on 127.0.0.1, or pass --allow-unauthenticated."
+            f"Refusing to listen on {args.host} without --principals-file: anyone who reaches it could change the "
+            "catalog. Give --principals-file, listen on 127.0.0.1, or pass --allow-unauthenticated."
+        )
+    if args.token_file:
+        log.warning(
+            "--token-file: every token in it is admin on the root (it may drop and rename anything); give "
+            "principals with their grants in --principals-file instead"
         )
     properties = _properties(args)
     if str(properties.get("credential_vending_enabled", "false")).strip().lower() != "false":
@@ -160,7 +189,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("--tls-certfile and --tls-keyfile go together")
     config = {
         "properties": properties,
-        "tokens": sorted(tokens),
+        "log_level": args.log_level,
+        "principals_file": files[0],
+        "token_file": files[1],
         "max_body_bytes": args.max_body_bytes,
         "body_timeout": args.body_timeout,
         "threads": args.threads,
@@ -185,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         log_config=None,
         timeout_keep_alive=5,
         timeout_graceful_shutdown=30,
+        # a worker still importing on a loaded machine (12 s measured at load 14 on 2 cores) is not hung:
+        # uvicorn's 5 s would kill and respawn it in a loop
+        timeout_worker_healthcheck=60,
         ssl_certfile=args.tls_certfile,
         ssl_keyfile=args.tls_keyfile,
         server_header=False,
@@ -196,9 +230,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = uvicorn.Server(uvicorn_config)
     if args.workers > 1:
-        from uvicorn.supervisors import Multiprocess
-
-        Multiprocess(uvicorn_config, sockets=[sock]).run()
+        _Supervisor(uvicorn_config, sockets=[sock]).run()
     else:
         server.run(sockets=[sock])
     sys.exit(0)

@@ -1,17 +1,17 @@
 """The ASGI application: the route table over one ``LanceNamespace`` (our engine by default).
 
 One handler serves every operation: match the route, read the body within the limits, build the request
-model, call the namespace method on a worker thread (the engine is thread-safe and groups concurrent writes
-into shared ``__manifest`` commits), encode the result. Authentication, request ids, the access log and
-metrics are middleware; ``/health``, ``/ready`` and ``/metrics`` are plain routes; every other GET goes to
-the catalog page when one is mounted.
+model, admit it against the caller's grants (``authorization.py``), call the namespace method on a worker
+thread (the engine is thread-safe and groups concurrent writes into shared ``__manifest`` commits), encode the
+result. Authentication (``authentication.py``), request ids, the access log and metrics are middleware;
+``/health``, ``/ready`` and ``/metrics`` are plain routes; every other GET goes to the catalog page when one is
+mounted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import hmac
 import itertools
 import logging
 import os
@@ -32,7 +32,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from airflow_provider_lance.rest.authentication import AuthenticationMiddleware, principal_of
+from airflow_provider_lance.rest.authorization import Authorizer, denied_page
 from airflow_provider_lance.rest.metrics import ServerMetrics
+from airflow_provider_lance.rest.principals import Principals, PrincipalStore
 from airflow_provider_lance.rest.requests import build_request
 from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
 from airflow_provider_lance.rest.routes import ROUTES, match_route
@@ -53,7 +56,9 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")  # a '%' that starts no escape:
 class ServerSettings:
     """What bounds and guards the server.
 
-    :param tokens: Accepted bearer tokens; empty = no authentication (loopback only, see ``__main__``).
+    :param principals: Who may call, with their grants (``principals.py``); None and no ``tokens`` = no
+        authentication (loopback only, see ``__main__``).
+    :param tokens: Bearer tokens that are each admin on the root (the old ``--token-file``).
     :param max_body_bytes: Larger request bodies get 413.
     :param body_timeout: Seconds a client may take to send its body (408 after that).
     :param threads: Namespace calls served at once (the rest wait for a thread).
@@ -62,6 +67,7 @@ class ServerSettings:
         response.
     """
 
+    principals: PrincipalStore | None = None
     tokens: frozenset[str] = field(default_factory=frozenset)
     max_body_bytes: int = 64 * 1024 * 1024
     body_timeout: float = 30.0
@@ -105,6 +111,7 @@ class NamespaceService:
         self.page_app = page_app
         # A shared queue: a worker that finishes takes the next call without sleeping in between, so under
         # load a call costs a fraction of the thread hand-offs of anyio's per-call worker threads.
+        self.authorizer = Authorizer(namespace)
         self.executor = ThreadPoolExecutor(max_workers=settings.threads, thread_name_prefix="lance-rest")
         # our engine takes concurrent declares as one call (their rows in one commit, on one thread)
         declare_tables = getattr(namespace, "declare_tables", None)
@@ -137,7 +144,9 @@ class NamespaceService:
         if match is None or (not match.method_allowed and segments[0] != "v1"):
             if self.page_app is not None and segments[0] != "v1" and scope["method"] in ("GET", "HEAD"):
                 _state(scope)["operation"] = "page"
-                await self.page_app(scope, receive, send)
+                denied = denied_page(principal_of(scope))
+                page = self.page_app if denied is None else error_response(ErrorCode.PERMISSION_DENIED, denied)
+                await page(scope, receive, send)
                 return
             error = _RequestError(404, f"No route for {scope['method']} {scope['path']}", ErrorCode.UNSUPPORTED)
             await error.response()(scope, receive, send)
@@ -154,22 +163,27 @@ class NamespaceService:
 
     async def _serve(self, route: Any, path_params: dict[str, str], scope: Scope, receive: Receive) -> Response:
         request_id = _state(scope).get("request_id", "-")
+        principal = principal_of(scope)
+        admission = None
         try:
             body = await self._read_body(scope, receive)
             query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
             request, data = build_request(route, path_params, query, body)
-            method = getattr(self.namespace, route.operation)
+            admission = self.authorizer.admit(principal, route.operation, request, request_id)
             args = (request,) if data is None else (request, data)
             if route.operation == "declare_table" and self.declares is not None:
                 result = await self.declares.submit(request)
             else:
-                result = await self.run(lambda: method(*args))
+                result = await self.run(lambda: self.authorizer.execute(principal, route.operation, *args))
         except _RequestError as error:
             return error.response()
         except Exception as error:  # every failure becomes the protocol's error body, never a traceback
             if isinstance(error, LanceNamespaceError):
                 self.metrics.errors.labels(route.operation, str(int(error.code))).inc()
+            if admission is not None:
+                admission.audit(f"error {type(error).__name__}", request_id)
             return exception_response(error, route.operation, request_id)
+        admission.audit("ok", request_id)
         return result_response(route.operation, result, self.settings.vend_credentials)
 
     async def run(self, call: Callable[[], _R]) -> _R:
@@ -311,29 +325,6 @@ class RequestContextMiddleware:
             )
 
 
-class BearerAuthMiddleware:
-    """With tokens configured, every route but ``/health`` needs ``Authorization: Bearer <token>`` (401)."""
-
-    def __init__(self, app: ASGIApp, tokens: frozenset[str]) -> None:
-        self.app = app
-        self.tokens = tuple(token.encode() for token in tokens)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.tokens or scope["path"] == "/health":
-            await self.app(scope, receive, send)
-            return
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
-        # compare with every token in constant time: the time taken says nothing about a token
-        valid = scheme.lower() == b"bearer" and any([hmac.compare_digest(token.strip(), t) for t in self.tokens])
-        if not valid:
-            _state(scope)["operation"] = "unauthenticated"
-            error = _RequestError(401, "A valid bearer token is required", ErrorCode.UNAUTHENTICATED)
-            await error.response({"WWW-Authenticate": "Bearer"})(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
 class _Dispatch:
     """Protocol requests straight to the service (Starlette's router and exception middleware would cost each
     of them as much as the routing itself); lifespan and the operational endpoints to Starlette."""
@@ -362,10 +353,15 @@ def create_app(
 
     :param namespace: Any ``lance_namespace.LanceNamespace`` (the provider's ``DirectoryNamespace`` in the
         command line server).
-    :param settings: Limits and authentication.
-    :param page_app: An ASGI app answering the GET requests no protocol route takes (the catalog page).
+    :param settings: Limits, authentication and grants.
+    :param page_app: An ASGI app answering the GET requests no protocol route takes (the catalog page; build
+        it over ``authorization.page_source(namespace)`` so that it shows each principal only what it may
+        read).
     """
     settings = settings or ServerSettings()
+    store = settings.principals
+    if store is None and settings.tokens:
+        store = PrincipalStore.of(Principals.from_tokens(sorted(settings.tokens)))
     metrics = ServerMetrics()
     service = NamespaceService(namespace, settings, metrics, page_app)
 
@@ -385,4 +381,4 @@ def create_app(
         ],
         lifespan=lifespan,
     )
-    return RequestContextMiddleware(BearerAuthMiddleware(_Dispatch(service, plain), settings.tokens), metrics)
+    return RequestContextMiddleware(AuthenticationMiddleware(_Dispatch(service, plain), store), metrics)

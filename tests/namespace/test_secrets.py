@@ -128,6 +128,35 @@ def test_bad_properties_do_not_echo_secrets() -> None:
         _assert_clean(_full_text(caught.value), "InvalidInput")
 
 
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        f"http://{ACCESS_KEY}:{SECRET}@127.0.0.1:9",
+        # a secret holding '/' moves the '@' out of what a URL parser takes for the authority (issue 30)
+        f"http://{ACCESS_KEY}:{SECRET}/with/slash@127.0.0.1:9",
+        f"http://{ACCESS_KEY}:12/{SECRET}@127.0.0.1:9",  # ... even when the authority then looks valid
+        f"http://{ACCESS_KEY}:{SECRET}?x@127.0.0.1:9",
+        f"{ACCESS_KEY}:{SECRET}@127.0.0.1:9",
+        f"http://127.0.0.1:{SECRET}",  # an authority that does not parse
+    ],
+)
+@pytest.mark.parametrize(
+    "option",
+    ["storage.aws_endpoint", "storage.endpoint", "storage.aws_endpoint_url", "credential_vendor.aws_sts_endpoint"],
+)
+def test_endpoints_with_credentials_are_refused_without_echo(
+    endpoint: str, option: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    vendor = {"credential_vendor.enabled": "true", "credential_vendor.aws_role_arn": "arn:aws:iam::1:role/r"}
+    properties = {**_properties("http://127.0.0.1:9", "s3://b/p"), **vendor, option: endpoint}
+    with pytest.raises(ln.InvalidInputError) as caught:
+        DirectoryNamespace(**properties)
+    assert option in str(caught.value)
+    _assert_clean(_full_text(caught.value), f"InvalidInput for {option}")
+    _assert_clean("\n".join(r.getMessage() for r in caplog.records), "logs")
+
+
 @pytest.mark.s3
 def test_responses_carry_no_credentials_unless_vending_is_enabled(servers) -> None:
     """DescribeTable, DeclareTable and CreateTable answer with the endpoint and region, never the credentials

@@ -120,3 +120,58 @@ def test_responses_of_another_implementation_lose_their_credentials(root: Path) 
         described = http.post("/v1/table/a$t/describe", json={})
     assert declared.status_code == described.status_code == 200
     assert SECRET not in declared.text + described.text
+
+
+def test_no_token_or_api_key_in_responses_logs_metrics_or_errors(
+    root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Principals' bearer tokens and API keys (valid, wrong, refused for lack of a grant) never reach a
+    response, a log record (DEBUG, every logger), ``/metrics`` or an exception a client raises."""
+    import json
+    import traceback
+
+    from airflow_provider_lance.rest.principals import PrincipalStore, hash_secret
+
+    token, api_key = "tok-Principal-NeverShown-77", "key-Principal-NeverShown-88"
+    stored = [hash_secret(token), hash_secret(api_key)]
+    principals = {
+        "principals": [
+            {"name": "etl", "tokens": [stored[0]], "grants": [{"namespace": "a", "level": "write"}]},
+            {"name": "bi", "api_keys": [stored[1]], "grants": [{"namespace": "a", "level": "read"}]},
+        ]
+    }
+    path = tmp_path / "principals.json"
+    path.write_text(json.dumps(principals))
+    engine = DirectoryNamespace(root=str(root), table_version_management="true")
+    engine.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    settings = ServerSettings(principals=PrincipalStore(str(path)))
+    with serve_namespace(engine, settings) as url, httpx.Client(base_url=url) as http:
+        bearer, key = {"Authorization": f"Bearer {token}"}, {"x-api-key": api_key}
+        calls = [
+            http.post("/v1/table/a$t/declare", json={}, headers=bearer),
+            http.post("/v1/table/a$t/drop", json={}, headers=bearer),  # 403: write is not admin
+            http.post("/v1/table/b$t/describe", json={}, headers=key),  # 403: outside the grant
+            http.post("/v1/table/a$t/describe", json={}, headers=key),
+            http.post("/v1/table/a$t/declare", json={}, headers={"Authorization": f"Bearer {token}x"}),  # 401
+            http.post("/v1/table/a$t/declare", json={}, headers={"x-api-key": api_key[:-1]}),  # 401
+            http.get("/metrics", headers=key),
+        ]
+        assert [c.status_code for c in calls] == [200, 403, 403, 200, 401, 401, 200]
+        texts += [f"{c.status_code} {c.headers} {c.text}" for c in calls]
+        for client, call in (
+            (ln.connect("rest", {"uri": url, "header.x-api-key": api_key}), "declare"),
+            (ln.connect("rest", {"uri": url, "header.Authorization": f"Bearer {token}"}), "drop"),
+            (ln.connect("rest", {"uri": url, "header.Authorization": f"Bearer {token}0"}), "declare"),
+        ):
+            with pytest.raises(ln.LanceNamespaceError) as caught:
+                if call == "declare":
+                    client.declare_table(ln.DeclareTableRequest(id=["a", "u"]))
+                else:
+                    client.drop_table(ln.DropTableRequest(id=["a", "t"]))
+            texts.append("".join(traceback.format_exception(caught.value)) + repr(caught.value))
+    texts += [record.getMessage() for record in caplog.records]
+    assert any("declare_table" in text and "etl" in text for text in texts)  # the audit line is there
+    leaked = [text for text in texts if token[:-1] in text or api_key[:-1] in text or any(s in text for s in stored)]
+    assert leaked == []

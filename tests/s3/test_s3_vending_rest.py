@@ -25,6 +25,7 @@ import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.rest import ServerSettings
+from airflow_provider_lance.rest.principals import Principals, PrincipalStore, hash_secret
 from tests.rest.servers import ServerProcess, serve_namespace
 from tests.s3.conftest import ACCESS_KEY, SECRET_KEY, MotoServer
 from tests.s3.test_s3_credential_vending import capture_policies, make_role, vending_properties
@@ -105,32 +106,39 @@ def test_pylance_reader_and_writer_live_across_refreshes(engine: RecordingNamesp
     assert lance.dataset(namespace_client=client, table_id=["a", "t"]).count_rows() == 50
 
 
-def test_the_level_comes_from_the_request_context(engine: RecordingNamespace, server: str) -> None:
-    """The contract with the server's grants: the level is ``context["credential_vendor.permission"]`` (the
-    server sets it from the caller's grant), else the property (``read``)."""
-    client = _client(server)
-    client.declare_table(ln.DeclareTableRequest(id=["t"], vend_credentials=False))
+def test_the_level_comes_from_the_callers_grant(engine: RecordingNamespace) -> None:
+    """The contract with the server's grants: the server puts the caller's level on the table into
+    ``context["credential_vendor.permission"]``, overwriting what the client claims, and the session policy
+    follows it (read: get; write: also put; admin: also delete)."""
+    levels = {
+        "read": {"s3:GetObject", "s3:GetObjectVersion"},
+        "write": {"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"},
+        "admin": {"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"},
+    }
+    tokens = {level: f"{TOKEN}-{level}" for level in levels}
+    document = {
+        "principals": [
+            {"name": level, "tokens": [hash_secret(tokens[level])], "grants": [{"namespace": "t", "level": level}]}
+            for level in levels
+        ]
+    }
+    store = PrincipalStore.of(Principals.from_document(document, "test"))
+    settings = ServerSettings(principals=store, vend_credentials=True)
+    engine.declare_table(ln.DeclareTableRequest(id=["t"], vend_credentials=False))
     policies = capture_policies(engine.catalog.vendor)
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    with httpx.Client(base_url=server, headers=headers, timeout=30) as http:
-        for level, actions in (
-            (None, {"s3:GetObject", "s3:GetObjectVersion"}),
-            ("write", {"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}),
-            ("admin", {"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"}),
-        ):
-            body: dict[str, Any] = {"vend_credentials": True}
-            if level:
-                body["context"] = {"credential_vendor.permission": level}
-            answer = http.post("/v1/table/t/describe", json=body)
-            assert answer.status_code == 200, answer.text
-            options = answer.json()["storage_options"]
-            assert options["aws_session_token"] and options["expires_at_millis"] and options["refresh_offset_millis"]
-            assert set(policies[-1]["Statement"][-1]["Action"]) == actions
-        refused = http.post(
-            "/v1/table/t/describe", json={"vend_credentials": True, "context": {"credential_vendor.permission": "root"}}
-        )
-        assert (refused.status_code, refused.json()["code"]) == (400, 13)
-        assert "aws" not in json.dumps(refused.json()).lower()
+    with serve_namespace(engine, settings) as url, httpx.Client(base_url=url, timeout=30) as http:
+        for level, actions in levels.items():
+            for claimed in (None, "admin", "root"):
+                body: dict[str, Any] = {"vend_credentials": True}
+                if claimed:
+                    body["context"] = {"credential_vendor.permission": claimed}
+                headers = {"Authorization": f"Bearer {tokens[level]}"}
+                answer = http.post("/v1/table/t/describe", json=body, headers=headers)
+                assert answer.status_code == 200, answer.text
+                options = answer.json()["storage_options"]
+                assert options["aws_session_token"] and options["expires_at_millis"]
+                assert options["refresh_offset_millis"]
+                assert set(policies[-1]["Statement"][-1]["Action"]) == actions, (level, claimed)
 
 
 def test_the_command_line_server_vends_and_refuses_the_namespaces_own_keys(
