@@ -21,9 +21,7 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.config import NamespaceConfig
 from airflow_provider_lance.namespace.manifest import ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow
-from airflow_provider_lance.namespace.rows_cache import RowsCache
-from airflow_provider_lance.namespace.rows_object import RowsObjects
-from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
+from airflow_provider_lance.namespace.rows_store import RowsStore
 from airflow_provider_lance.namespace.snapshots import SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
 
@@ -60,14 +58,8 @@ class Catalog:
     def __init__(self, config: NamespaceConfig) -> None:
         self.config = config
         self.storage = Storage(config.root, config.storage_options)
-        cache = objects = None
-        if config.manifest_cache_dir and self.storage.is_remote:
-            # one bucket path on two endpoints is two catalogs
-            endpoints = sorted(v for k, v in config.storage_options.items() if k in ENDPOINT_OPTIONS)
-            cache = RowsCache(config.manifest_cache_dir, " ".join([*endpoints, config.root]))
-        if config.rows_object_max_rows and self.storage.scheme in ("s3", "s3a"):
-            objects = RowsObjects(self.storage, config.rows_object_max_rows)
-        snapshots = SnapshotStore(self.storage, self.storage.options, cache, objects)
+        store = RowsStore.of(self.storage, config.manifest_cache_dir, config.rows_object_max_rows)
+        snapshots = SnapshotStore(self.storage, self.storage.options, store, config.check_rows)
         self.manifest = ManifestTable(self.storage, config.commit_retries, config.maintenance, snapshots)
 
     # -- modes ------------------------------------------------------------------------------------------

@@ -11,9 +11,10 @@ from urllib.parse import urlsplit
 
 from lance_namespace import InvalidInputError
 
-from airflow_provider_lance.namespace import rows_cache, rows_object
+from airflow_provider_lance.namespace import rows_store
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
+from airflow_provider_lance.namespace.tuning import ROWS_OBJECT_MAX_ROWS
 
 STORAGE_PREFIX = "storage."
 
@@ -71,10 +72,19 @@ def normalize_root(root: Any) -> str:
     return "file://" + uri_path(os.path.abspath(os.path.expanduser(root)))
 
 
+# The default of ``manifest_check_rows`` (``true`` turns check mode on for every catalog of the process and of
+# the processes it starts): the test suite and the fault and soak benchmarks set it.
+CHECK_ROWS_ENVIRONMENT = "AIRFLOW_PROVIDER_LANCE_CHECK_ROWS"
+
+
+def _check_rows_default() -> bool:
+    return parse_bool(CHECK_ROWS_ENVIRONMENT, os.environ.get(CHECK_ROWS_ENVIRONMENT), False)
+
+
 def _cache_dir(value: Any) -> str | None:
     """The ``manifest_cache_dir`` property: absent = the default directory, empty = no cache."""
     if value is None:
-        return rows_cache.default_directory()
+        return rows_store.default_directory()
     if not isinstance(value, str):
         raise InvalidInputError(f"Invalid property 'manifest_cache_dir': expected a string, got {value!r}")
     return os.path.expanduser(value) if value.strip() else None
@@ -138,10 +148,12 @@ class NamespaceConfig:
     # Credentials in DescribeTable/DeclareTable responses only when asked for (property and request).
     credential_vending: bool = False
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
-    # Where processes of this machine share the rows of remote catalogs (rows_cache.py); None turns it off.
+    # Where processes of this machine share the rows of remote catalogs (rows_store.py); None turns it off.
     manifest_cache_dir: str | None = None
-    # The most rows a commit writes a rows object for on S3 (rows_object.py); 0 turns rows objects off.
-    rows_object_max_rows: int = rows_object.DEFAULT_MAX_ROWS
+    # The most rows a commit writes a rows object for on S3 (rows_store.py); 0 turns rows objects off.
+    rows_object_max_rows: int = ROWS_OBJECT_MAX_ROWS
+    # Check mode: rows derived from a write or read incrementally are compared with a fresh read (snapshots.py).
+    check_rows: bool = False
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
 
     @classmethod
@@ -181,7 +193,10 @@ class NamespaceConfig:
             rows_object_max_rows=parse_int(
                 "manifest_rows_object_max_rows",
                 properties.get("manifest_rows_object_max_rows"),
-                rows_object.DEFAULT_MAX_ROWS,
+                ROWS_OBJECT_MAX_ROWS,
+            ),
+            check_rows=parse_bool(
+                "manifest_check_rows", properties.get("manifest_check_rows"), _check_rows_default()
             ),
             storage_options=storage,
         )

@@ -1,6 +1,6 @@
 """Group commit (group_commit.py): writes that threads of one instance make together land in one ``__manifest``
 commit, and each request is still answered on its own; writer processes of one machine take turns
-(machine_turn.py). Groups are formed deterministically: the first group's commit is held until the requests of
+(writers_turn.py). Groups are formed deterministically: the first group's commit is held until the requests of
 the next one are queued."""
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace, fragments
-from airflow_provider_lance.namespace.group_commit import GroupCommit
-from airflow_provider_lance.namespace.machine_turn import MachineTurn
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError, ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, ManifestRow
+from airflow_provider_lance.namespace.writers_turn import GroupCommit, MachineTurn
 from tests.namespace.helpers_versions import (
     adopt_template,
     build_template,
@@ -45,7 +44,7 @@ class HeldGroups:
     """Counts the groups an instance commits; the first one waits inside its commit until released."""
 
     def __init__(self, manifest: ManifestTable) -> None:
-        self.group = manifest._group
+        self.group = manifest._writers.group
         self.sizes: list[int] = []
         self.release = threading.Event()
         run = self.group._run
@@ -224,7 +223,7 @@ def test_a_group_that_cannot_commit_fails_every_request_and_leaves_nothing(tmp_p
 def test_a_follower_that_waits_long_commits_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A queued request that no leader takes (a pylance callback may hold the thread the leader needs) commits
     by itself after the wait bound; storage stays consistent."""
-    monkeypatch.setattr("airflow_provider_lance.namespace.group_commit._WAIT_SECONDS", 0.05)
+    monkeypatch.setattr("airflow_provider_lance.namespace.writers_turn.TURN_WAIT_SECONDS", 0.05)
     ns = DirectoryNamespace(root=str(tmp_path))
     ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
     held = HeldGroups(ns.manifest)
