@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KEEP = timedelta(minutes=10)
+DEFAULT_KEEP = MaintenancePolicy.keep  # the property manifest_cleanup_older_than_seconds's default
 # Readers (snapshots.py) trust "no manifest N+1 => N is the latest" only for REVALIDATE_AFTER after they last
 # saw N as the latest; a clean-up window shorter than this could remove N+1 under them, so none is accepted.
 # Compaction rewrites fragments below LARGE_FRAGMENT_ROWS (and those with DELETED_SHARE of their rows deleted):
