@@ -195,9 +195,7 @@ class NamespaceConfig:
                 properties.get("manifest_rows_object_max_rows"),
                 ROWS_OBJECT_MAX_ROWS,
             ),
-            check_rows=parse_bool(
-                "manifest_check_rows", properties.get("manifest_check_rows"), _check_rows_default()
-            ),
+            check_rows=parse_bool("manifest_check_rows", properties.get("manifest_check_rows"), _check_rows_default()),
             storage_options=storage,
         )
         if not (config.manifest_enabled or config.dir_listing_enabled):
