@@ -114,11 +114,16 @@ class Snapshot:
         """A copy of the dataset that the caller may mutate (commit on, check out, compact)."""
         return copy.copy(self.dataset)
 
+    @property
+    def rows_known(self) -> bool:
+        """Whether the rows are held or handed in (obtained without reading the table)."""
+        return self.held is not None or isinstance(self.source, pa.Table)
+
     def follows(self, previous: Snapshot, change: Callable[[RowIndex], RowIndex] | None) -> Snapshot:
         """This version was committed on top of ``previous`` by this instance; ``change``: how, when it is
         exactly the next version (its rows are then derived at once, while the write's requests are at hand)."""
-        if previous.held is None:
-            return self
+        if not previous.rows_known:
+            return self  # nothing known of its rows without reading them
         if change is not None and self.version == previous.version + 1:
             self.source = Derived(previous, change)
             self.index()
@@ -207,7 +212,7 @@ class Snapshot:
         base: Snapshot, keys: dict[int, FragmentKey], current: list[lance.LanceFragment]
     ) -> list[lance.LanceFragment] | None:
         """The fragments added since ``base`` if that is all that changed (every fragment it held unchanged)."""
-        known = base.fragment_keys() if base.held is not None else None
+        known = base.fragment_keys() if base.rows_known else None
         if known is None or any(keys.get(number) != key for number, key in known.items()):
             return None
         return [fragment for fragment in current if fragment.fragment_id not in known]
