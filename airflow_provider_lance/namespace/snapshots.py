@@ -180,7 +180,6 @@ class Snapshot:
             index = self.held
             if index is None:
                 source, self.source, step = self.source, None, None
-                current = None
                 if isinstance(source, Derived):
                     index, step = source.change(source.base.index()), "derived from the write"  # 3
                 elif isinstance(source, pa.Table):
