@@ -151,6 +151,20 @@ def test_a_commit_writes_one_object_for_its_version_and_the_writers_machine_cach
     assert dict(requests) == {"LIST": 1}
 
 
+def test_a_hit_in_the_s3_tier_is_kept_in_the_machines_tier(
+    server: CountingS3Server, props: dict[str, str], tmp_path: Any
+) -> None:
+    """The rows store asks its tiers nearest first and copies a hit into the nearer ones: the first new process
+    of another machine GETs the object, the next one there lists only."""
+    DirectoryNamespace(**props).create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    machine = {**props, "manifest_cache_dir": str(tmp_path)}
+    with server.counting() as first:
+        assert _namespaces(DirectoryNamespace(**machine)) == ["a"]
+    with server.counting() as second:
+        assert _namespaces(DirectoryNamespace(**machine)) == ["a"]
+    assert (dict(first), dict(second)) == ({"LIST": 1, "GET": 1}, {"LIST": 1})
+
+
 def test_objects_of_other_versions_or_catalogs_and_corrupt_ones_are_ignored(
     server: CountingS3Server, props: dict[str, str]
 ) -> None:
