@@ -13,9 +13,16 @@ exist for TableExists, ListTables and DescribeTable (the reference agrees); oper
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
-from lance_namespace import NamespaceNotFoundError, TableNotFoundError, UnsupportedOperationError
+from lance_namespace import (
+    InternalError,
+    LanceNamespace,
+    NamespaceNotFoundError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.config import NamespaceConfig
@@ -53,14 +60,25 @@ class Catalog:
     """Configuration, storage and ``__manifest`` of one namespace root.
 
     :param config: the validated constructor properties.
+    :param facade: the ``DirectoryNamespace`` serving this catalog (held weakly: it owns the catalog).
     """
 
-    def __init__(self, config: NamespaceConfig) -> None:
+    def __init__(self, config: NamespaceConfig, facade: LanceNamespace | None = None) -> None:
         self.config = config
+        self._facade = weakref.ref(facade) if facade is not None else None
         self.storage = Storage(config.root, config.storage_options)
         store = RowsStore.of(self.storage, config.manifest_cache_dir, config.rows_object_max_rows)
         snapshots = SnapshotStore(self.storage, self.storage.options, store, config.check_rows)
         self.manifest = ManifestTable(self.storage, config.commit_retries, config.maintenance, snapshots)
+
+    @property
+    def facade(self) -> LanceNamespace:
+        """The namespace pylance commits a managed write through (``namespace_client``): the facade itself, so
+        its callbacks (DeclareTable, DescribeTable, CreateTableVersion, ...) are the facade's operations."""
+        facade = self._facade() if self._facade is not None else None
+        if facade is None:
+            raise InternalError("This catalog has no DirectoryNamespace to commit managed writes through")
+        return facade
 
     # -- modes ------------------------------------------------------------------------------------------
     def require_manifest(self, operation: str) -> None:

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 from lance_namespace import InvalidInputError
 
 from airflow_provider_lance.namespace import rows_store
-from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
+from airflow_provider_lance.namespace.storage import normalize_root
 from airflow_provider_lance.namespace.tuning import ROWS_OBJECT_MAX_ROWS
 
 STORAGE_PREFIX = "storage."
@@ -44,32 +44,6 @@ def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
     if isinstance(value, bool) or number < minimum:
         raise InvalidInputError(f"Invalid property '{name}': expected an integer >= {minimum}, got {value!r}")
     return number
-
-
-def normalize_root(root: Any) -> str:
-    """Turn the ``root`` property into a URI without a trailing slash, its path percent-encoded.
-
-    A URI is a URI (``file:///data/a%20b`` is the directory ``a b``), an absolute path is literal
-    (``/data/has#x`` becomes ``file:///data/has%23x``), a relative path is resolved against the working
-    directory, and no root means the working directory (spec: "Root Path").
-    """
-    if root is None or root == "":
-        return "file://" + uri_path(os.getcwd())
-    if not isinstance(root, str):
-        raise InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
-    if any(ch in root for ch in "\x00\n\r"):
-        raise InvalidInputError("Invalid property 'root': control characters are not allowed")
-    if "://" in root:
-        scheme, _, rest = root.partition("://")
-        if not scheme.isidentifier() or not rest.strip("/"):
-            if scheme == "memory":
-                return "memory://"
-            raise InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
-        literal = literal_path(rest)
-        if scheme == "file":
-            return "file://" + uri_path(os.path.normpath("/" + literal.lstrip("/")))
-        return f"{scheme}://{uri_path(literal.rstrip('/'))}"
-    return "file://" + uri_path(os.path.abspath(os.path.expanduser(root)))
 
 
 # The default of ``manifest_check_rows`` (``true`` turns check mode on for every catalog of the process and of

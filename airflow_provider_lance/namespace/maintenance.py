@@ -168,7 +168,7 @@ def _commit_times(storage: Storage, dataset: lance.LanceDataset) -> list[tuple[i
     with each manifest's modification time. ``dataset.versions()`` reads every manifest for its timestamp (one
     read per version, 40 ms for 300 local versions); only pylance's memory store, which fsspec cannot list,
     needs it."""
-    if storage.scheme == "memory":
+    if storage.private:
         listed = [(int(item["version"]), item["timestamp"]) for item in dataset.versions()]
         return sorted((version, stamp.astimezone(UTC)) for version, stamp in listed)
     times = []
@@ -233,7 +233,7 @@ def run(
     if cleanup:
         # a private copy: the published dataset is never mutated
         _cleanup(manifest.storage, copy.copy(dataset), keep, result)
-    if manifest.storage.scheme in ("s3", "s3a"):
+    if manifest.storage.lists_newest_first:  # rows objects exist only there
         _prune_rows_objects(manifest.storage, dataset.version, result)
     result["version_after"] = dataset.version
     result["seconds"] = round(time.perf_counter() - started, 4)

@@ -29,10 +29,9 @@ from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.manifest_rows import SCHEMA, ManifestRow, RowSelection, rows_table
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
-from airflow_provider_lance.namespace.storage import Storage
-from airflow_provider_lance.namespace.storage_errors import is_lost_response
+from airflow_provider_lance.namespace.storage import Storage, is_lost_response
 from airflow_provider_lance.namespace.tuning import COMMIT_BACKOFF_SECONDS, MERGE_INSERT_RETRIES
-from airflow_provider_lance.namespace.writers_turn import Request, WritersTurn, catalog_key
+from airflow_provider_lance.namespace.writers_turn import Request, WritersTurn
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
@@ -72,7 +71,7 @@ class ManifestTable:
         self._last_published: Snapshot | None = None  # by a commit of this instance
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
         # a commit are stored once the turn is released
-        machine_key = None if storage.scheme == "memory" else catalog_key(self.uri, storage.options)
+        machine_key = None if storage.private else storage.catalog_key
         self._writers = WritersTurn(self._commit_group, machine_key, self._snapshots.store_rows)
 
     @contextmanager

@@ -30,16 +30,14 @@ class DirectoryNamespace(LanceNamespace):
     """
 
     def __init__(self, **properties: Any) -> None:
-        self.catalog = Catalog(NamespaceConfig.from_properties(properties))
+        self.catalog = Catalog(NamespaceConfig.from_properties(properties), facade=self)
         self.config = self.catalog.config
         self.storage = self.catalog.storage
         self.manifest = self.catalog.manifest
 
     def namespace_id(self) -> str:
         """``DirectoryNamespace { root: "<root>" }`` like the reference (a local root as a plain path)."""
-        storage = self.catalog.storage
-        root = storage.path() if storage.scheme == "file" else self.config.root
-        return f'DirectoryNamespace {{ root: "{root}" }}'
+        return f'DirectoryNamespace {{ root: "{self.catalog.storage.display_root()}" }}'
 
     def finalize_pending_versions(self) -> list[tuple[list[str], int]]:
         """Finish every committed table version still pointing at its staged manifest (a committer stopped

@@ -37,7 +37,6 @@ from typing import BinaryIO, Protocol
 import pyarrow as pa
 
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
-from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 from airflow_provider_lance.namespace.storage import Storage
 from airflow_provider_lance.namespace.tuning import LOCAL_ROWS_KEEP
 
@@ -160,17 +159,17 @@ class RowsStore:
     @classmethod
     def of(cls, storage: Storage, directory: str | None, object_max_rows: int) -> RowsStore | None:
         """The tiers a catalog has, chosen here only: the machine-local directory for remote catalogs (a local
-        one is read as fast as the entry would be), the S3 object on S3. None: no tier.
+        one is read as fast as the entry would be), the object where a listing names the newest manifest file
+        with its e-tag (S3: ``Storage.lists_newest_first``), so that one GET of that name answers. None: no
+        tier.
 
         :param directory: the machine's rows directory (property ``manifest_cache_dir``; None: no local tier).
         :param object_max_rows: the S3 object's row cap (``manifest_rows_object_max_rows``; 0: no S3 tier).
         """
         tiers: list[_Tier] = []
         if directory and storage.is_remote:
-            # one bucket path on two endpoints is two catalogs
-            endpoints = sorted(v for k, v in storage.options.items() if k in ENDPOINT_OPTIONS)
-            tiers.append(_LocalDirectory(directory, " ".join([*endpoints, storage.root])))
-        if object_max_rows and storage.scheme in ("s3", "s3a"):
+            tiers.append(_LocalDirectory(directory, storage.catalog_key))
+        if object_max_rows and storage.lists_newest_first:
             tiers.append(_S3Object(storage, object_max_rows))
         return cls(tiers) if tiers else None
 

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 from airflow_provider_lance.namespace.tuning import MAX_GROUP_ROWS, TURN_POLL_SECONDS, TURN_WAIT_SECONDS
 
 if TYPE_CHECKING:
@@ -154,7 +153,7 @@ class WritersTurn:
     machine turn, in that order.
 
     :param run_group: commits a group of requests (``ManifestTable``), in the instance and machine turns.
-    :param machine_key: what names the catalog on this machine (:func:`catalog_key`); None: no machine turn
+    :param machine_key: what names the catalog on this machine (``Storage.catalog_key``); None: no machine turn
         (``memory://`` catalogs are private to one instance).
     :param released: called once the turn is released (work other writers need not wait for).
     """
@@ -182,12 +181,6 @@ class WritersTurn:
             if acquired:
                 self._instance.release()
             self._released()
-
-
-def catalog_key(uri: str, storage_options: dict[str, str]) -> str:
-    """What names a catalog on this machine: its URI and endpoint (one bucket path on two endpoints is two
-    catalogs)."""
-    return " ".join([*sorted(v for k, v in storage_options.items() if k in ENDPOINT_OPTIONS), uri])
 
 
 class MachineTurn:

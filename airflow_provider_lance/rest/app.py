@@ -32,7 +32,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from airflow_provider_lance.namespace.root_check import check_root
 from airflow_provider_lance.rest.metrics import ServerMetrics
 from airflow_provider_lance.rest.requests import build_request
 from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
@@ -215,7 +214,7 @@ class NamespaceService:
         def probe() -> str | None:
             catalog = getattr(self.namespace, "catalog", None)
             if catalog is not None:
-                problem = check_root(catalog.config.root, catalog.storage.options, probe_write=False)
+                problem = catalog.storage.check_root(probe_write=False)
                 if problem:
                     return problem
             self.namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1))

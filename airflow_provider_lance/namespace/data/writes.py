@@ -30,7 +30,6 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.data.access import (
-    CatalogClient,
     locate,
     pylance_errors,
     read_ipc,
@@ -113,7 +112,7 @@ def _write_rows(
         return dataset
     with pylance_errors(f"first write of '{table.object_id}'"):
         if catalog.managed():
-            return lance.write_dataset(data, namespace_client=CatalogClient(catalog), table_id=table.parts, mode=mode)
+            return lance.write_dataset(data, namespace_client=catalog.facade, table_id=table.parts, mode=mode)
         return lance.write_dataset(  # nothing to append to or overwrite yet
             data,
             catalog.storage.uri(table.location),
