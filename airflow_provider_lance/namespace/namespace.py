@@ -24,8 +24,9 @@ class DirectoryNamespace(LanceNamespace):
     Construct it like the reference: ``DirectoryNamespace(root="s3://bucket/prefix", **{"storage.region": ...})``.
     Properties: ``root``, ``manifest_enabled``, ``dir_listing_enabled``, ``table_version_management`` (or the
     reference's ``table_version_tracking_enabled``), ``commit_retries``, ``manifest_maintenance_every``,
-    ``manifest_maintenance_fragments``, ``manifest_cleanup_every`` and ``storage.*``. Construction touches no
-    storage. Hand it to another process by its class path, ``airflow_provider_lance.namespace.DirectoryNamespace``
+    ``manifest_maintenance_fragments``, ``manifest_cleanup_every``, ``storage.*`` and ``credential_vendor.*``
+    (table-scoped STS credentials in responses, credentials.py). Construction touches no storage. Hand it to
+    another process by its class path, ``airflow_provider_lance.namespace.DirectoryNamespace``
     (``lance_namespace.connect`` resolves that anywhere the package is installed).
     """
 

@@ -121,6 +121,9 @@ class Storage:
         #: manifest (V2 names sort newest first) with its e-tag: freshness is one request, and a new process finds
         #: the rows object of that version by name (rows_store.py), so rows objects are written only there.
         self.lists_newest_first = self.scheme in ("s3", "s3a")
+        #: S3: STS session policies scope temporary credentials to a key prefix (credential vending); no other
+        #: store here has such credentials, so any other root vends none.
+        self.scoped_credentials = self.scheme in ("s3", "s3a")
         lowered = {name.lower(): value for name, value in self.options.items()}
         mode = next((lowered[name] for name in _CONDITIONAL_PUT if name in lowered), None)
         self.conditional_put = mode.strip().lower() if mode is not None else None
@@ -188,6 +191,11 @@ class Storage:
     def safe_options(self) -> dict[str, str]:
         """The storage options with secret values masked (for messages and debugging)."""
         return {name: ("***" if name.lower() in SECRET_OPTIONS else value) for name, value in self.options.items()}
+
+    @property
+    def bucket(self) -> str:
+        """The bucket of an object-store root (the first path component)."""
+        return self._base.strip("/").partition("/")[0]
 
     # -- naming -----------------------------------------------------------------------------------------
     def path(self, key: str = "") -> str:

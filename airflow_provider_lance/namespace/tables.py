@@ -132,7 +132,7 @@ def declared_response(catalog: Catalog, request: DeclareTableRequest, location: 
     """What a declare answers (DeclareTable and BatchCommitTables alike)."""
     return DeclareTableResponse(
         location=catalog.storage.uri(location),
-        storage_options=catalog.response_storage_options(request.vend_credentials),
+        storage_options=catalog.response_storage_options(location, request),
         properties=dict(request.properties) if request.properties else None,
         managed_versioning=True if catalog.managed() else None,
     )
@@ -148,11 +148,13 @@ def create_empty_table(catalog: Catalog, request: CreateEmptyTableRequest) -> Cr
     if request.storage_options:
         raise UnsupportedOperationError("CreateEmptyTable with per-table storage_options is not supported")
     try:
-        declared = declare_table(catalog, DeclareTableRequest(id=request.id, properties=request.properties))
+        declared = declare_table(
+            catalog, DeclareTableRequest(id=request.id, properties=request.properties, context=request.context)
+        )
     except TableAlreadyExistsError:
         if mode == "create":
             raise
-        existing = describe_table(catalog, DescribeTableRequest(id=request.id))
+        existing = describe_table(catalog, DescribeTableRequest(id=request.id, context=request.context))
         return CreateEmptyTableResponse(
             location=existing.location,
             version=existing.version,
@@ -230,7 +232,7 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         namespace=parts[:-1],
         location=catalog.storage.uri(table.location),
         table_uri=catalog.storage.uri(table.location) if request.with_table_uri else None,
-        storage_options=catalog.response_storage_options(request.vend_credentials),
+        storage_options=catalog.response_storage_options(table.location, request),
         properties=table.properties,
         managed_versioning=True if managed else None,
     )

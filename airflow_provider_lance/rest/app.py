@@ -57,8 +57,9 @@ class ServerSettings:
     :param max_body_bytes: Larger request bodies get 413.
     :param body_timeout: Seconds a client may take to send its body (408 after that).
     :param threads: Namespace calls served at once (the rest wait for a thread).
-    :param vend_credentials: Whether responses may carry ``storage_options`` (the namespace's
-        ``credential_vending_enabled``); without it they are removed from every response.
+    :param vend_credentials: Whether responses may carry credentials in ``storage_options`` (the engine's
+        temporary, table-scoped ones: ``credential_vendor.enabled``); without it they are removed from every
+        response.
     """
 
     tokens: frozenset[str] = field(default_factory=frozenset)
