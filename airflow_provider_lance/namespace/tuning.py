@@ -84,6 +84,10 @@ LARGE_FRAGMENT_ROWS = 65_536
 # ... unless this share of their rows is deleted (not measured).
 DELETED_SHARE = 0.1
 
+# -- vended credentials (credentials.py) ----------------------------------------------------------------------
+# Cached credentials before expired ones are forgotten (one scan per doubling; not measured).
+CREDENTIALS_PRUNE_AT = 4096
+
 # -- threads (concurrency.py) --------------------------------------------------------------------------------
 # Threads of the engine's one pool: callbacks from pylance and a batch's storage requests; 16 concurrent S3
 # requests keep a batch network-bound (not measured against other sizes).
