@@ -349,6 +349,36 @@ def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
         holder.join(WAIT)
 
 
+def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine turn waits no longer than ``TURN_WAIT_SECONDS``, the bound of every turn: a holder that does
+    not finish (a stuck process) is passed by, and the caller is told another process held the turn."""
+    monkeypatch.setattr("airflow_provider_lance.namespace.writers_turn.TURN_WAIT_SECONDS", 0.2)
+    key = f"stuck {tmp_path}"
+    context = multiprocessing.get_context("spawn")
+    held, release = context.Event(), context.Event()
+    holder = context.Process(target=_hold_turn, args=(key, held, release))
+    holder.start()
+    try:
+        assert held.wait(WAIT)
+        passed = threading.Event()
+
+        def take() -> None:
+            with MachineTurn(key).hold() as another_process:
+                assert another_process is True
+                passed.set()
+
+        taker = threading.Thread(target=take)
+        taker.start()
+        taker.join(WAIT)
+        assert passed.is_set()  # went ahead while the other process still holds the turn
+        assert holder.is_alive() and not release.is_set()
+    finally:
+        release.set()
+        holder.join(WAIT)
+
+
 def test_duplicate_error_is_the_group_commit_one() -> None:
     from airflow_provider_lance.namespace import group_commit
 
