@@ -38,7 +38,7 @@ ENGINE_NOTES = """## Engine changes behind these numbers (issue 15)
   other, and a thread that waited commits on the snapshot the previous one published.
 - **Incremental refresh** (`Snapshot.table`): a version that only added fragments to the cached one is read by
   reading the added fragments only.
-- **Rows cache of remote catalogs** (`namespace/rows_cache.py`, property `manifest_cache_dir`): a new process
+- **Rows cache of remote catalogs** (`rows_store.py`, local tier; property `manifest_cache_dir`): a new process
   finds the rows of the newest manifest file (named, with its e-tag, by the freshness LIST) that an earlier
   process of the machine read: a reschedule-mode poke costs what a warm one does.
 - **Spark**: staging jobs run with `spark.sql.execution.arrow.maxBytesPerBatch` at `Int.MaxValue` (Spark 4

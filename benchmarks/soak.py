@@ -4,7 +4,8 @@ parts). Each write is a declare of a new table or a one-row commit to the writer
 version); an operation that fails is retried once, as a scheduler would.
 
 Reports writes/s with faults ÷ without, and checks through a clean engine that nothing was lost (every write
-reported done is there) and nothing doubled (no row or table id twice). ``python -m benchmarks.soak``.
+reported done is there) and nothing doubled (no row or table id twice), with the engine's check mode on
+(``manifest_check_rows``: a row state that differs from storage fails the write). ``python -m benchmarks.soak``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from tests.s3.conftest import BUCKET, MotoServer, start_moto, stop
 
 WRITERS = 4
 RATE = 0.10
-_MANAGED = {"table_version_management": "true"}
+# check mode (manifest_check_rows): every derived or incrementally read __manifest version is compared with a
+# fresh read, so that faults cannot hide a wrong row state behind a passing count
+_MANAGED = {"table_version_management": "true", "manifest_check_rows": "true"}
 
 
 def _writer(properties: dict[str, str], writer: int, seconds: float, phase: str, out: Any) -> None:

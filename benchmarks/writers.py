@@ -45,7 +45,7 @@ WHY = (
     "arrive queue up and the next commit takes them all, so the cost of a `__manifest` commit (a data file and "
     "a manifest, ~3 ms each here) is paid once per group instead of once per declare; what is left per declare "
     "is its validation, its `.lance-reserved` marker and the GIL. The reference commits each declare by "
-    "itself. Writer processes of one machine take turns at the commit (`machine_turn.py`, an advisory `flock` "
+    "itself. Writer processes of one machine take turns at the commit (`writers_turn.py`, an advisory `flock` "
     "outside the catalog), so they no longer fail each other's guarded appends; each writes its data file "
     "before its turn, and in its turn reads only the fragments the previous one added and commits at the first "
     "attempt. That matters most on S3, "

@@ -14,6 +14,9 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # The engine's rows cache of remote catalogs (and anything else under the cache home) stays out of the user's
 # home: one directory per test session, inherited by the processes the tests start.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="lance-provider-tests-cache-")
+# Check mode for every catalog of the suite and of the processes it starts (property manifest_check_rows):
+# rows derived from a write or read incrementally are compared with a fresh read of the same version.
+os.environ["AIRFLOW_PROVIDER_LANCE_CHECK_ROWS"] = "true"
 # py4j logs at INFO from __del__ while the interpreter shuts down, after pytest has closed its streams.
 logging.getLogger("py4j").setLevel(logging.WARNING)
 

@@ -30,8 +30,7 @@ from airflow_provider_lance.namespace.config import NamespaceConfig
 from airflow_provider_lance.namespace.credentials import CredentialVendor
 from airflow_provider_lance.namespace.manifest import ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow
-from airflow_provider_lance.namespace.rows_cache import RowsCache
-from airflow_provider_lance.namespace.rows_object import RowsObjects
+from airflow_provider_lance.namespace.rows_store import RowsStore
 from airflow_provider_lance.namespace.snapshots import SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
 
@@ -70,12 +69,8 @@ class Catalog:
         self.config = config
         self._facade = weakref.ref(facade) if facade is not None else None
         self.storage = Storage(config.root, config.storage_options)
-        cache = objects = None
-        if config.manifest_cache_dir and self.storage.is_remote:
-            cache = RowsCache(config.manifest_cache_dir, self.storage.catalog_key)
-        if config.rows_object_max_rows and self.storage.lists_newest_first:
-            objects = RowsObjects(self.storage, config.rows_object_max_rows)
-        snapshots = SnapshotStore(self.storage, self.storage.options, cache, objects)
+        store = RowsStore.of(self.storage, config.manifest_cache_dir, config.rows_object_max_rows)
+        snapshots = SnapshotStore(self.storage, self.storage.options, store, config.check_rows)
         self.manifest = ManifestTable(self.storage, config.commit_retries, config.maintenance, snapshots)
         # STS scopes credentials to S3 prefixes only: another root answers none (docs/engine.md, "Secrets")
         self.vendor = None

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-WORKERS = 16
+from airflow_provider_lance.namespace.tuning import WORKERS
+
 _THREAD_PREFIX = "lance-namespace"
 _LOCK = threading.Lock()
 _POOL: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)

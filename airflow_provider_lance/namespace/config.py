@@ -11,10 +11,11 @@ from urllib.parse import urlsplit
 
 from lance_namespace import InvalidInputError
 
-from airflow_provider_lance.namespace import credentials, rows_cache, rows_object
+from airflow_provider_lance.namespace import credentials, rows_store
 from airflow_provider_lance.namespace.credentials import VendorConfig
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 from airflow_provider_lance.namespace.storage import normalize_root
+from airflow_provider_lance.namespace.tuning import ROWS_OBJECT_MAX_ROWS
 
 STORAGE_PREFIX = "storage."
 
@@ -46,10 +47,19 @@ def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
     return number
 
 
+# The default of ``manifest_check_rows`` (``true`` turns check mode on for every catalog of the process and of
+# the processes it starts): the test suite and the fault and soak benchmarks set it.
+CHECK_ROWS_ENVIRONMENT = "AIRFLOW_PROVIDER_LANCE_CHECK_ROWS"
+
+
+def _check_rows_default() -> bool:
+    return parse_bool(CHECK_ROWS_ENVIRONMENT, os.environ.get(CHECK_ROWS_ENVIRONMENT), False)
+
+
 def _cache_dir(value: Any) -> str | None:
     """The ``manifest_cache_dir`` property: absent = the default directory, empty = no cache."""
     if value is None:
-        return rows_cache.default_directory()
+        return rows_store.default_directory()
     if not isinstance(value, str):
         raise InvalidInputError(f"Invalid property 'manifest_cache_dir': expected a string, got {value!r}")
     return os.path.expanduser(value) if value.strip() else None
@@ -174,10 +184,12 @@ class NamespaceConfig:
     # Temporary table-scoped credentials from STS (``credential_vendor.*``, credentials.py); None = off.
     credential_vendor: VendorConfig | None = None
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
-    # Where processes of this machine share the rows of remote catalogs (rows_cache.py); None turns it off.
+    # Where processes of this machine share the rows of remote catalogs (rows_store.py); None turns it off.
     manifest_cache_dir: str | None = None
-    # The most rows a commit writes a rows object for on S3 (rows_object.py); 0 turns rows objects off.
-    rows_object_max_rows: int = rows_object.DEFAULT_MAX_ROWS
+    # The most rows a commit writes a rows object for on S3 (rows_store.py); 0 turns rows objects off.
+    rows_object_max_rows: int = ROWS_OBJECT_MAX_ROWS
+    # Check mode: rows derived from a write or read incrementally are compared with a fresh read (snapshots.py).
+    check_rows: bool = False
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
 
     @classmethod
@@ -219,8 +231,9 @@ class NamespaceConfig:
             rows_object_max_rows=parse_int(
                 "manifest_rows_object_max_rows",
                 properties.get("manifest_rows_object_max_rows"),
-                rows_object.DEFAULT_MAX_ROWS,
+                ROWS_OBJECT_MAX_ROWS,
             ),
+            check_rows=parse_bool("manifest_check_rows", properties.get("manifest_check_rows"), _check_rows_default()),
             storage_options=storage,
         )
         if not (config.manifest_enabled or config.dir_listing_enabled):

@@ -37,6 +37,7 @@ import botocore.exceptions
 from lance_namespace import InvalidInputError, PermissionDeniedError, ServiceUnavailableError
 
 from airflow_provider_lance.namespace.s3 import install_log_redaction, s3fs_arguments
+from airflow_provider_lance.namespace.tuning import CREDENTIALS_PRUNE_AT as _PRUNE_AT
 
 PREFIX = "credential_vendor."
 #: The request context key the REST server sets to the caller's level (read, write or admin).
@@ -49,7 +50,6 @@ DEFAULT_DURATION_MILLIS = 3_600_000
 DEFAULT_SESSION_NAME = "lance-credential-vending"
 DEFAULT_REFRESH_FRACTION = 0.25
 _IAM_SPECIAL = re.compile(r"[$*?]")
-_PRUNE_AT = 4096  # cached credentials before expired ones are forgotten
 #: the ``credential_vendor.*`` properties (without the prefix) this engine reads
 PROPERTIES = frozenset(
     {

@@ -1,9 +1,6 @@
-"""Group commit: the ``__manifest`` writes that threads of one instance make at the same time, in one commit.
-
-A write is queued as a request. The first thread to find no group under way leads: it takes every queued
-request and commits them together; the others wait. When the commit is done each request has its own answer
-(a result or an error: a duplicate id fails only the request that holds it) and, if requests arrived meanwhile,
-the first of them leads the next group. Nobody leads twice in a row, so no thread works for others forever.
+"""What a group commit commits: the ``__manifest`` writes that threads of one instance make at the same time, in
+one commit (who leads a group and who waits: writers_turn.py). Each request has its own answer (a result or an
+error: a duplicate id fails only the request that holds it).
 
 Validation is per request, in queue order, against the version the commit goes on top of plus the requests
 before it in the group: of two requests of one id in a group, the first wins and the second fails alone, as if
@@ -18,7 +15,6 @@ removed.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,16 +27,11 @@ from lance.fragment import FragmentMetadata
 from airflow_provider_lance.namespace import fragments, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
-from airflow_provider_lance.namespace.manifest_rows import sql_string
+from airflow_provider_lance.namespace.manifest_rows import RowSelection
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import Storage
-
-# How long a queued request waits for a leader to take it before it commits alone: a pylance callback into the
-# namespace can hold a pylance worker thread that the leader's commit needs (see ManifestTable._turn).
-_WAIT_SECONDS = 2.0
-# Rows of one group at most: a commit of a few thousand rows costs about as much as one of a single row.
-MAX_GROUP_ROWS = 4096
+from airflow_provider_lance.namespace.writers_turn import Request
 
 
 class DuplicateObjectError(Exception):
@@ -56,99 +47,6 @@ class NothingToCommit(Exception):
 
 
 INSERT, UPSERT, DELETE = "insert", "upsert", "delete"
-
-
-@dataclass(eq=False)
-class Request:
-    """One queued write of a ``kind``: ``rows`` to insert or upsert, or ``where``/``removed`` (a Lance filter
-    and the same rows as a mask over the cached rows) to delete."""
-
-    kind: str
-    rows: pa.Table | None = None
-    where: str | None = None
-    removed: Callable[[pa.Table], Any] | None = None
-    result: Any = None
-    error: BaseException | None = None
-    snapshot: Snapshot | None = None  # the version that answered it (the requester's operation goes on there)
-    answered: bool = False
-    lead: bool = False
-    _event: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def size(self) -> int:
-        return self.rows.num_rows if self.rows is not None else 1
-
-    def answer(self, result: Any = None, error: BaseException | None = None) -> None:
-        if not self.answered:
-            self.result, self.error, self.answered = result, error, True
-
-
-class GroupCommit:
-    """The queue of one ``__manifest``'s writers in one process.
-
-    :param run: commits a group of requests (of one kind) and answers each of them.
-    """
-
-    def __init__(self, run: Callable[[list[Request]], None]) -> None:
-        self._run = run
-        self._lock = threading.Lock()
-        self._queue: list[Request] = []
-        self._busy = False  # a leader is committing a group
-
-    def submit_many(self, requests: list[Request]) -> None:
-        """Queue ``requests`` together, in order, and return once each is answered (its own result or error):
-        one thread's many writes join one group as the writes of many threads would (the REST server's batches
-        of declares)."""
-        with self._lock:
-            for request in requests:
-                self._queue.append(request)
-                request.lead = not self._busy
-                self._busy = True
-        for request in requests:
-            self._complete(request)
-
-    def _complete(self, request: Request) -> None:
-        """Wait for a leader to answer ``request``, or lead its group."""
-        while not request.lead and not request._event.wait(_WAIT_SECONDS):
-            with self._lock:
-                if request in self._queue and not request.lead:  # no leader took it yet: commit it alone
-                    self._queue.remove(request)
-                    break
-        if request.answered:
-            return
-        if not request.lead:
-            self._commit([request])
-            return
-        with self._lock:
-            self._queue.remove(request)
-            group, rows = [request], request.size
-            for queued in list(self._queue):  # then every request of its kind, in queue order, bounded
-                if queued.kind == request.kind and rows + queued.size <= MAX_GROUP_ROWS:
-                    group.append(queued)
-                    rows += queued.size
-                    self._queue.remove(queued)
-        try:
-            self._commit(group)
-        finally:
-            with self._lock:
-                if self._queue:
-                    self._queue[0].lead = True  # the next group's leader
-                else:
-                    self._busy = False
-                successor = self._queue[0] if self._queue else None
-            for done in group:
-                done._event.set()
-            if successor is not None:
-                successor._event.set()
-
-    def _commit(self, group: list[Request]) -> None:
-        try:
-            self._run(group)
-        except BaseException as error:  # the commit failed as a whole: every request not answered shares it
-            for request in group:
-                request.answer(error=error)
-        for request in group:
-            request.answer()
 
 
 @dataclass
@@ -291,7 +189,8 @@ class DeleteGroup:
         claimed: Any = None
         owned: list[pa.Array] = []
         for request in self.group:
-            mask = pc.fill_null(request.removed(table), False)
+            assert request.selection is not None
+            mask = pc.fill_null(request.selection.mask(table), False)
             if claimed is not None:
                 mask = pc.and_(mask, pc.invert(claimed))
             owned.append(table["object_id"].filter(mask).combine_chunks())
@@ -300,13 +199,13 @@ class DeleteGroup:
             for request in self.group:
                 request.answer(0)
             raise NothingToCommit
-        where = " OR ".join(f"({request.where})" for request in self.group)
-        dataset.delete(where, conflict_retries=self.conflict_retries)
+        where = RowSelection(any_of=tuple(request.selection for request in self.group if request.selection))
+        dataset.delete(where.sql(), conflict_retries=self.conflict_retries)
         if dataset.version != snapshot.version + 1:
             # Rebased over other writers' commits: a row counts only if it was still there just before ours.
             before = dataset.checkout_version(dataset.version - 1)
-            quoted = ", ".join(sql_string(oid) for oid in pa.concat_arrays(owned).to_pylist())
-            present = before.to_table(columns=["object_id"], filter=f"object_id IN ({quoted})")["object_id"]
+            claimed_ids = RowSelection(tuple(pa.concat_arrays(owned).to_pylist()))
+            present = before.to_table(columns=["object_id"], filter=claimed_ids.sql())["object_id"]
             owned = [chunk.filter(pc.is_in(chunk, value_set=present.combine_chunks())) for chunk in owned]
         for request, ids in zip(self.group, owned, strict=True):
             request.answer(len(ids))
@@ -316,7 +215,8 @@ class DeleteGroup:
         """The cached rows after the commit."""
         keep: Any = None
         for request in self.group:
-            kept = pc.invert(pc.fill_null(request.removed(index.table), False))
+            assert request.selection is not None
+            kept = pc.invert(pc.fill_null(request.selection.mask(index.table), False))
             keep = kept if keep is None else pc.and_(keep, kept)
         return index.filtered(keep)
 

@@ -15,7 +15,7 @@ transaction file and a manifest version. Left alone, reads slow down with the nu
   time window (``DEFAULT_KEEP``, 10 minutes; see :func:`removable_versions`), so a running reader keeps the
   version it checked out: an operation of this engine holds one for milliseconds, and a pylance reader
   that holds an old version longer than the window is told so by a clear "not found" error, never by
-  wrong data. The rows objects of older versions (rows_object.py, S3) go at every maintenance run: only
+  wrong data. The rows objects of older versions (rows_store.py, S3) go at every maintenance run: only
   the newest version's is ever read, and a reader that misses one opens the table instead.
 
 Both run automatically: :func:`maybe_maintain` is called by ``ManifestTable`` after every commit (one cheap
@@ -37,11 +37,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_lance.namespace import fragments, rows_object
+from airflow_provider_lance.namespace import fragments, rows_store
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR, parse_manifest_name, versions_dir
-from airflow_provider_lance.namespace.snapshots import REVALIDATE_AFTER_SECONDS
 from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.tuning import (
+    COMPACTION_RETRIES,
+    DELETED_SHARE,
+    LARGE_FRAGMENT_ROWS,
+    REVALIDATE_AFTER,
+)
 
 if TYPE_CHECKING:
     import lance
@@ -49,16 +54,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KEEP = timedelta(minutes=10)
-# Readers (snapshots.py) trust "no manifest N+1 => N is the latest" only for this long after they last saw N
-# as the latest; a clean-up window shorter than this could remove N+1 under them, so none is accepted.
-REVALIDATE_AFTER = timedelta(seconds=REVALIDATE_AFTER_SECONDS)
-COMPACTION_RETRIES = 2
-# Compaction rewrites fragments below this many rows (and those with DELETED_SHARE of their rows deleted); a
-# fragment this large holds rows of many commits already, and rewriting it on every few commits costs more
-# than the reads of one more fragment save.
-LARGE_FRAGMENT_ROWS = 65_536
-DELETED_SHARE = 0.1
+DEFAULT_KEEP = MaintenancePolicy.keep  # the property manifest_cleanup_older_than_seconds's default
+# Readers (snapshots.py) trust "no manifest N+1 => N is the latest" only for REVALIDATE_AFTER after they last
+# saw N as the latest; a clean-up window shorter than this could remove N+1 under them, so none is accepted.
+# Compaction rewrites fragments below LARGE_FRAGMENT_ROWS (and those with DELETED_SHARE of their rows deleted):
+# a fragment this large holds rows of many commits already.
 _LOCK = threading.Lock()
 _RUNNING: set[str] = set()  # manifest URIs being maintained by this process
 
@@ -197,7 +197,7 @@ def _cleanup(storage: Storage, dataset: lance.LanceDataset, keep: timedelta, res
 
 def _prune_rows_objects(storage: Storage, version: int, result: dict[str, Any]) -> None:
     try:
-        result["rows_objects_removed"] = rows_object.prune(storage, version)
+        result["rows_objects_removed"] = rows_store.prune(storage, version)
     except (OSError, ValueError) as error:
         log.info("__manifest rows objects not pruned: %s", error)
 

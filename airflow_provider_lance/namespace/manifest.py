@@ -19,44 +19,22 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import lance
-import pyarrow as pa
-import pyarrow.compute as pc
 from lance.commit import CommitConflictError
 from lance_namespace import ConcurrentModificationError
 
 from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
-from airflow_provider_lance.namespace.group_commit import (
-    DELETE,
-    INSERT,
-    UPSERT,
-    DuplicateObjectError,
-    GroupCommit,
-    Request,
-    commit_group,
-)
-from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
-from airflow_provider_lance.namespace.machine_turn import MachineTurn
-from airflow_provider_lance.namespace.manifest_rows import (
-    SCHEMA,
-    TABLE,
-    TABLE_VERSION,
-    ManifestRow,
-    descendants,
-    rows_table,
-    sql_string,
-    table_and_versions_filter,
-)
+from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, UPSERT, DuplicateObjectError, commit_group
+from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
+from airflow_provider_lance.namespace.manifest_rows import SCHEMA, ManifestRow, RowSelection, rows_table
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage, is_lost_response
+from airflow_provider_lance.namespace.tuning import COMMIT_BACKOFF_SECONDS, MERGE_INSERT_RETRIES
+from airflow_provider_lance.namespace.writers_turn import Request, WritersTurn
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
-_TURN_TIMEOUT_SECONDS = 2.0
-# How often a merge-insert (a rename, BatchCommitTables) retries inside pylance before this engine re-reads and
-# retries it: pylance rebases it over other writers' inserts of other ids.
-_MERGE_INSERT_RETRIES = 2
 _MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?:[^"\\]|\\.)*)"')
 
 
@@ -90,11 +68,11 @@ class ManifestTable:
         self.maintenance_policy = maintenance_policy or MaintenancePolicy()
         self._snapshots = snapshots or SnapshotStore(storage, storage.options)
         self._scope = threading.local()  # per thread: the operation's snapshot
-        self._turn_lock = threading.RLock()  # re-entrant: maintenance commits inside a writer's turn
         self._last_published: Snapshot | None = None  # by a commit of this instance
-        self._group = GroupCommit(self._commit_group)
-        # writer processes of this machine take turns too (memory:// is private to this instance)
-        self._machine_turn = None if storage.private else MachineTurn(storage.catalog_key)
+        # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
+        # a commit are stored once the turn is released
+        machine_key = None if storage.private else storage.catalog_key
+        self._writers = WritersTurn(self._commit_group, machine_key, self._snapshots.store_rows)
 
     @contextmanager
     def operation(self) -> Iterator[None]:
@@ -148,7 +126,7 @@ class ManifestTable:
             if snapshot is None:
                 raise
             return snapshot
-        return self._publish(Snapshot.of(dataset))
+        return self._publish(Snapshot.of(dataset, check=self._snapshots.check))
 
     def _publish(self, snapshot: Snapshot) -> Snapshot:
         self._snapshots.committed(snapshot)
@@ -237,7 +215,7 @@ class ManifestTable:
 
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
             builder = dataset.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all()
-            builder.when_not_matched_by_source_delete(replacing).conflict_retries(_MERGE_INSERT_RETRIES).execute(data)
+            builder.when_not_matched_by_source_delete(replacing).conflict_retries(MERGE_INSERT_RETRIES).execute(data)
             return dataset, None
 
         try:
@@ -265,7 +243,7 @@ class ManifestTable:
     def _answer(self, requests: list[Request]) -> None:
         """Queue ``requests`` in the group commit until each is answered; the operation goes on at the version
         that answered the last (its own writes included)."""
-        self._group.submit_many(requests)
+        self._writers.group.submit_many(requests)
         if requests and requests[-1].snapshot is not None and getattr(self._scope, "depth", 0):
             self._scope.snapshot = requests[-1].snapshot
 
@@ -280,63 +258,40 @@ class ManifestTable:
     def replace_table(self, table_oid: str, rows: list[ManifestRow]) -> None:
         """Insert ``rows`` and delete the table's row and ``table_version`` rows in one commit (a rename);
         DuplicateObjectError (nothing written) if any new id exists."""
-        self.insert(rows, replacing=table_and_versions_filter(table_oid))
+        self.insert(rows, replacing=RowSelection.table_and_versions(table_oid).sql())
 
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests), in the group
         commit of this instance."""
         self._submit(Request(UPSERT, rows=rows_table(rows)))
 
-    def delete(self, where: str, removed: Callable[[pa.Table], Any] | None = None) -> int:
-        """Delete matching rows in one commit; returns how many were deleted. ``removed``: the same rows as a
-        mask over the cached rows; such a delete joins the group commit of this instance (group_commit.py)
-        and counts only the rows no earlier delete of its group removed."""
+    def delete(self, selection: RowSelection | str) -> int:
+        """Delete the selected rows in one commit; returns how many were deleted. A :class:`RowSelection` joins
+        the group commit of this instance (group_commit.py) and counts only the rows no earlier delete of its
+        group removed; a Lance SQL filter is committed alone."""
         if self._snapshot() is None:
             return 0
-        if removed is not None:
-            return int(self._submit(Request(DELETE, where=where, removed=removed)))
+        if isinstance(selection, RowSelection):
+            return int(self._submit(Request(DELETE, selection=selection)))
 
         def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
-            return dataset, dataset.delete(where, conflict_retries=self.commit_retries)
+            return dataset, dataset.delete(selection, conflict_retries=self.commit_retries)
 
         result = self.commit(write)
         return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
 
     def delete_object(self, object_id: str, object_type: str) -> int:
         """Delete one object's row; returns 1, or 0 when it was not there."""
-        return self.delete(
-            f"object_id = {sql_string(object_id)} AND object_type = '{object_type}'",
-            lambda table: pc.and_(pc.equal(table["object_id"], object_id), pc.equal(table["object_type"], object_type)),
-        )
+        return self.delete(RowSelection((object_id,), object_type=object_type))
 
     def delete_table(self, table_oid: str) -> int:
         """Delete a table row and all of its ``table_version`` rows in one commit; returns how many."""
-        return self.delete(
-            table_and_versions_filter(table_oid),
-            lambda table: pc.or_(
-                pc.and_(pc.equal(table["object_id"], table_oid), pc.equal(table["object_type"], TABLE)),
-                descendants(table, table_oid + DELIMITER, TABLE_VERSION),
-            ),
-        )
+        return self.delete(RowSelection.table_and_versions(table_oid))
 
     def delete_table_versions(self, table_oid: str, versions: Iterable[int] | None = None) -> int:
         """Delete ``table_version`` rows of a table (all of them when ``versions`` is None) in one commit."""
-        if versions is None:
-            prefix = sql_string(table_oid + DELIMITER)
-            return self.delete(
-                f"starts_with(object_id, {prefix}) AND object_type = '{TABLE_VERSION}'",
-                lambda table: descendants(table, table_oid + DELIMITER, TABLE_VERSION),
-            )
-        oids = [f"{table_oid}{DELIMITER}{version}" for version in versions]
-        if not oids:
-            return 0
-        return self.delete(
-            f"object_type = '{TABLE_VERSION}' AND object_id IN ({', '.join(sql_string(oid) for oid in oids)})",
-            lambda table: pc.and_(
-                pc.is_in(table["object_id"], value_set=pa.array(oids, pa.string())),
-                pc.equal(table["object_type"], TABLE_VERSION),
-            ),
-        )
+        selection = RowSelection.versions(table_oid, None if versions is None else tuple(versions))
+        return 0 if versions is not None and not selection.ids else self.delete(selection)
 
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""
@@ -360,31 +315,13 @@ class ManifestTable:
         Threads of this instance take turns (they would only conflict with each other); a thread starts from
         the snapshot this instance published last when that is newer than the one its operation checked out,
         and from the latest version after another process of the machine held the turn."""
-        with self._turn() as another_process:
+        with self._writers.hold() as another_process:
             mine, last = getattr(self._scope, "snapshot", None), self._last_published
             if another_process:
                 self._scope.snapshot = None
             elif _newer(last, mine):
                 self._scope.snapshot = last
             return self._commit_attempts(write, change, maintain, retries)
-
-    @contextmanager
-    def _turn(self) -> Iterator[bool]:
-        """This instance's writers one at a time, and one process of this machine at a time (machine_turn.py);
-        yields whether another process held the turn first. The wait is bounded:
-        a pylance callback into the namespace can hold a pylance worker thread that the current writer needs,
-        so after ``_TURN_TIMEOUT_SECONDS`` a writer goes ahead (commits stay safe: conflicts are retried)."""
-        acquired = self._turn_lock.acquire(timeout=_TURN_TIMEOUT_SECONDS)
-        try:
-            if self._machine_turn is None:
-                yield False
-            else:
-                with self._machine_turn.hold() as another_process:
-                    yield another_process
-        finally:
-            if acquired:
-                self._turn_lock.release()
-            self._snapshots.store_rows()  # after the turn: other writers need not wait for it
 
     def _commit_attempts(
         self,
@@ -408,13 +345,10 @@ class ManifestTable:
                         f"__manifest commit still conflicting after {retries} retries: {error}"
                     ) from error
                 if attempt:
-                    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 5)))  # back off, de-synchronised
+                    # back off, de-synchronised
+                    time.sleep(random.uniform(0, COMMIT_BACKOFF_SECONDS * 2 ** min(attempt, 5)))
                 continue
-            published = Snapshot.of(dataset)
-            if change is not None and snapshot.rows is not None and dataset.version == snapshot.version + 1:
-                published.set_index(change(snapshot.index()))
-            elif snapshot.rows is not None:
-                published.base = snapshot  # reads only the fragments added since, if that is all that changed
+            published = Snapshot.of(dataset, check=self._snapshots.check).follows(snapshot, change)
             self._publish(published)
             if maintain:
                 maintenance.maybe_maintain(self, published.version, self.maintenance_policy)

@@ -64,17 +64,62 @@ def rows_table(rows: list[ManifestRow]) -> pa.Table:
     return pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)
 
 
-def table_and_versions_filter(table_oid: str) -> str:
-    """The row of a table and every ``table_version`` row of it."""
-    return (
-        f"(object_id = {sql_string(table_oid)} AND object_type = '{TABLE}') OR "
-        f"(starts_with(object_id, {sql_string(table_oid + DELIMITER)}) AND object_type = '{TABLE_VERSION}')"
-    )
+@dataclass(frozen=True)
+class RowSelection:
+    """Rows of ``__manifest`` described once, for the two places that select them: :meth:`sql`, the Lance filter
+    a delete commits, and :meth:`mask`, the same rows over rows in memory (what the held rows lose, and what
+    each request of a group of deletes counts). A row is selected when its id is one of ``ids`` (if given),
+    starts with ``prefix`` (if given) and its type is ``object_type`` (if given); ``any_of``: the union of other
+    selections instead. ``starts_with`` and ``IN`` compare strings literally: a name's ``%`` or ``_`` is no
+    pattern (tests/namespace/test_manifest_rows.py checks that both select the same rows)."""
 
+    ids: tuple[str, ...] = ()
+    prefix: str | None = None
+    object_type: str | None = None
+    any_of: tuple[RowSelection, ...] = ()
 
-def descendants(table: pa.Table, prefix: str, object_type: str | None) -> Any:
-    """A mask of the rows whose object id starts with ``prefix`` (and whose type is ``object_type``)."""
-    mask = pc.starts_with(table["object_id"], prefix) if prefix else pc.is_valid(table["object_id"])
-    if object_type:
-        mask = pc.and_(mask, pc.equal(table["object_type"], object_type))
-    return mask
+    @classmethod
+    def table_and_versions(cls, table_oid: str) -> RowSelection:
+        """The row of a table and every ``table_version`` row of it."""
+        return cls(any_of=(cls((table_oid,), object_type=TABLE), cls.versions(table_oid)))
+
+    @classmethod
+    def versions(cls, table_oid: str, versions: tuple[int, ...] | None = None) -> RowSelection:
+        """``table_version`` rows of a table: all of them, or those of ``versions``."""
+        if versions is None:
+            return cls(prefix=table_oid + DELIMITER, object_type=TABLE_VERSION)
+        return cls(tuple(f"{table_oid}{DELIMITER}{version}" for version in versions), object_type=TABLE_VERSION)
+
+    def sql(self) -> str:
+        if self.any_of:
+            return " OR ".join(f"({part.sql()})" for part in self.any_of)
+        terms = []
+        if len(self.ids) == 1:
+            terms.append(f"object_id = {sql_string(self.ids[0])}")
+        elif self.ids:
+            terms.append(f"object_id IN ({', '.join(sql_string(oid) for oid in self.ids)})")
+        if self.prefix is not None:
+            terms.append(f"starts_with(object_id, {sql_string(self.prefix)})")
+        if self.object_type is not None:
+            terms.append(f"object_type = {sql_string(self.object_type)}")
+        return " AND ".join(terms) or "true"
+
+    def mask(self, table: pa.Table) -> Any:
+        """A boolean mask over ``table`` (with ``object_id`` and ``object_type`` columns)."""
+        if self.any_of:
+            masks = [part.mask(table) for part in self.any_of]
+            mask = masks[0]
+            for other in masks[1:]:
+                mask = pc.or_(mask, other)
+            return mask
+        ids = table["object_id"]
+        mask = pc.is_valid(ids)
+        if len(self.ids) == 1:
+            mask = pc.equal(ids, self.ids[0])
+        elif self.ids:
+            mask = pc.is_in(ids, value_set=pa.array(self.ids, pa.string()))
+        if self.prefix is not None:
+            mask = pc.and_(mask, pc.starts_with(ids, self.prefix))
+        if self.object_type is not None:
+            mask = pc.and_(mask, pc.equal(table["object_type"], self.object_type))
+        return mask

@@ -36,20 +36,12 @@ import pyarrow.compute as pc
 
 from airflow_provider_lance.namespace.identifiers import DELIMITER
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION
+from airflow_provider_lance.namespace.tuning import FIRST_WINDOW as _FIRST_WINDOW
+from airflow_provider_lance.namespace.tuning import LAST_WINDOW as _LAST_WINDOW
+from airflow_provider_lance.namespace.tuning import SORT_AT_ONCE, TAIL_ROWS
+from airflow_provider_lance.namespace.tuning import TAIL_CHUNKS as _TAIL_CHUNKS
+from airflow_provider_lance.namespace.tuning import TAIL_LISTINGS as _TAIL_LISTINGS
 
-# The longest tail merged at once: its scans cost microseconds, a merge one pass over the base.
-TAIL_ROWS = 4096
-# Rows read whole are sorted at once up to this many (a few milliseconds); more wait for a listing or lookups.
-SORT_AT_ONCE = 1 << 16
-# Lookups that scan a long tail before the base is sorted: a sort costs about as much as a few dozen scans.
-SORT_AFTER = 8
-# Appends to the tail are combined into one chunk past this many (a scan pays per chunk).
-_TAIL_CHUNKS = 32
-# Namespaces whose tail children an index keeps sorted (a listing's pages, clients listing the same namespace)
-_TAIL_LISTINGS = 8
-# Ids a listing walk reads at a time, at first (doubled on each read, so a long page costs few reads).
-_FIRST_WINDOW = 64
-_LAST_WINDOW = 4096
 # The byte after the delimiter: ``<id>$...`` sorts before ``<id>%``.
 _AFTER_DELIMITER = chr(ord(DELIMITER) + 1)
 # Object types as one byte in the base (any other type is null: never asked for by type).

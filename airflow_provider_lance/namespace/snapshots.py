@@ -16,7 +16,7 @@ Freshness (every operation sees every commit made before it started, by any proc
   latest: one ``stat``. Otherwise no manifest N+1 and manifest N unchanged (same inode, mtime, size): two
   more. A catalog deleted and re-created at the same root changes manifest N. The
   one case this misses, an outside clean-up that removes N+1 but keeps N (only possible for a tagged N), is
-  bounded: a full listing at least every ``REVALIDATE_AFTER``.
+  bounded: a full listing at least every ``REVALIDATE_AFTER`` (tuning.py).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
+from lance_namespace import InternalError
 
 from airflow_provider_lance.namespace.identifiers import (
     MANIFEST_DIR,
@@ -40,59 +41,65 @@ from airflow_provider_lance.namespace.identifiers import (
     parse_manifest_name,
     versions_dir,
 )
-from airflow_provider_lance.namespace.row_index import SORT_AFTER, RowIndex
-from airflow_provider_lance.namespace.rows_cache import RowsCache
-from airflow_provider_lance.namespace.rows_object import RowsObjects
+from airflow_provider_lance.namespace.row_index import RowIndex
+from airflow_provider_lance.namespace.rows_store import RowsStore
 from airflow_provider_lance.namespace.shared_call import SharedCall
 from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
+from airflow_provider_lance.namespace.tuning import (
+    POINT_READ_ROWS,
+    POINT_READS,
+    REVALIDATE_AFTER,
+    SCAN_BATCH_ROWS,
+    SETTLED_NANOS,
+    SORT_AFTER,
+)
 
 log = logging.getLogger(__name__)
 
-# Local and memory stores: the longest a "no manifest N+1" answer is trusted without a full listing.
-REVALIDATE_AFTER_SECONDS = 120.0
-# A directory mtime is trusted as a "nothing changed" stamp only once it is this old: file system timestamps
-# have a coarse resolution, so a change within the same tick could leave the same mtime.
-_SETTLED_NANOS = 2_000_000_000
-# Rows per batch of a full read: few chunks, so that deriving the next version's rows stays cheap (every derived
-# table lists every chunk), and no slower to read than Lance's default (8,192).
-_SCAN_BATCH_ROWS = 1 << 17
-# Every column of ``__manifest``: the cached rows are a whole version, which a compaction writes back as is.
+# Every column of ``__manifest``: the held rows are a whole version, which a compaction writes back as is.
 COLUMNS = ["object_id", "object_type", "location", "metadata", "base_objects"]
-# A version of at least this many rows that nobody read yet answers its first lookups by id with a filtered
-# pylance scan (the ids column, then only the matching rows: ~25 ms at 2,000,000 rows, where a whole read
-# costs ~100 ms and holds ~100 MB): a process that asks a few questions (a sensor's poke, a task) never
-# reads the catalog whole. Smaller versions are read whole at once (a few milliseconds).
-POINT_READ_ROWS = 1 << 16
-# Point reads before the version is read whole: the whole read costs about as much as four of them.
-POINT_READS = 4
+
+
+@dataclass(frozen=True)
+class Derived:
+    """How a commit of this instance changed the rows of the version it went on top of (append, filter)."""
+
+    base: Snapshot
+    change: Callable[[RowIndex], RowIndex]
 
 
 @dataclass
 class Snapshot:
     """One version of ``__manifest`` as this process saw it. ``dataset`` is never mutated (take a private
-    copy to write); a snapshot answered from the rows cache opens it only when something needs it (a write, a
-    filtered query). Its rows are read and indexed once, on first use (:meth:`index`)."""
+    copy to write); a snapshot answered from stored rows opens it only when something needs it (a write, a
+    filtered query). Its rows are obtained once, on first use, by :meth:`_rows`.
+
+    ``check`` (property ``manifest_check_rows``): every version whose rows were derived from a write or read
+    incrementally is read again whole and compared (InternalError naming the version on a mismatch)."""
 
     version: int
     metadata: dict[str, str]  # the table metadata (feature flags, table version management)
     e_tag: str | None  # of the version's manifest file; None until first checked
     versions_stamp: tuple[int, int] | None = None  # local disk: (inode, mtime) of _versions/ when last checked
     verified_at: float = field(default_factory=time.monotonic)
-    rows: pa.Table | None = None  # every row (in no particular order), once read or when handed in
-    row_index: RowIndex | None = None  # the rows indexed by object id (``rows`` is its table)
+    # The one row state: every row of the version, indexed by object id (row_index.py), once obtained ...
+    held: RowIndex | None = None
+    # ... and until then, what it will be obtained from: rows stored for it (rows_store.py), how a write of
+    # this instance changed an earlier version (Derived), or an earlier version it may extend (Snapshot).
+    source: pa.Table | Derived | Snapshot | None = None
+    check: bool = False
     # fragment id -> (data files, deletion file) of the version's fragments, once computed
     fragments: dict[int, FragmentKey] | None = None
-    base: Snapshot | None = None  # an earlier version whose rows this one may extend (dropped once read)
     opener: Callable[[int], lance.LanceDataset] | None = None  # opens ``version`` when no dataset is held
-    cached: bool = False  # the rows are in the rows cache
+    stored: bool = False  # the rows are in the rows store's tiers any reader writes
     point_reads: int = 0  # lookups answered by a filtered scan so far (see POINT_READS)
     _dataset: lance.LanceDataset | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _rows_lock: threading.Lock = field(default_factory=threading.Lock)  # one thread reads and indexes the rows
+    _rows_lock: threading.Lock = field(default_factory=threading.Lock)  # one thread obtains and indexes the rows
 
     @classmethod
-    def of(cls, dataset: lance.LanceDataset, e_tag: str | None = None) -> Snapshot:
-        return cls(dataset.version, dict(dataset.metadata), e_tag, _dataset=dataset)
+    def of(cls, dataset: lance.LanceDataset, e_tag: str | None = None, check: bool = False) -> Snapshot:
+        return cls(dataset.version, dict(dataset.metadata), e_tag, check=check, _dataset=dataset)
 
     @property
     def dataset(self) -> lance.LanceDataset:
@@ -106,40 +113,122 @@ class Snapshot:
         """A copy of the dataset that the caller may mutate (commit on, check out, compact)."""
         return copy.copy(self.dataset)
 
+    @property
+    def rows_known(self) -> bool:
+        """Whether the rows are held or handed in (obtained without reading the table)."""
+        return self.held is not None or isinstance(self.source, pa.Table)
+
+    def follows(self, previous: Snapshot, change: Callable[[RowIndex], RowIndex] | None) -> Snapshot:
+        """This version was committed on top of ``previous`` by this instance; ``change``: how, when it is
+        exactly the next version (its rows are then derived at once, while the write's requests are at hand)."""
+        if not previous.rows_known:
+            return self  # nothing known of its rows without reading them
+        if change is not None and self.version == previous.version + 1:
+            self.source = Derived(previous, change)
+            self.index()
+        else:
+            self.source = previous  # reads only the fragments added since, if that is all that changed
+        return self
+
     def table(self) -> pa.Table:
-        """Every row (read once per version)."""
+        """Every row (obtained once per version)."""
         return self.index().table
 
     def index(self, ordered: bool = False) -> RowIndex:
-        """Every row indexed by object id (row_index.py), read once per version. Rows read whole are sorted
-        once they have been scanned ``SORT_AFTER`` times, or now when the caller walks ids in order
-        (``ordered``: a listing)."""
-        index = self.row_index
-        if index is None or (index.unsorted and (ordered or index.scans >= SORT_AFTER)):
-            with self._rows_lock:
-                index = self._read() if self.row_index is None else self.row_index
-                if index.unsorted and (ordered or index.scans >= SORT_AFTER):
-                    index = index.merged()
-                    pa.default_memory_pool().release_unused()  # the sort's scratch space: as large as the ids
-                self.set_index(index)
-        return index
+        """Every row indexed by object id, obtained once per version. Rows read whole are sorted once they
+        have been scanned ``SORT_AFTER`` times, or now when the caller walks ids in order (``ordered``)."""
+        found = self._rows(None, ordered)
+        assert isinstance(found, RowIndex)
+        return found
 
     def rows_by_id(self, object_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """The rows (as Arrow's Python dicts) of the ids that exist, in the order asked: from the index, or by a
-        point read while the version is large and unread (``POINT_READ_ROWS``, ``POINT_READS``)."""
+        """The rows (as Arrow's Python dicts) of the ids that exist, in the order asked."""
         if not object_ids:
             return {}
-        if self.row_index is None and self._reads_by_point():
-            table = self.dataset.to_table(columns=COLUMNS, filter=pc.field("object_id").isin(object_ids))
-            found = {row["object_id"]: row for row in table.to_pylist()}
-            return {oid: found[oid] for oid in object_ids if oid in found}
-        return self.index().rows(object_ids)
+        found = self._rows(object_ids)
+        if isinstance(found, RowIndex):
+            return found.rows(object_ids)
+        by_id = {row["object_id"]: row for row in found.to_pylist()}
+        return {oid: by_id[oid] for oid in object_ids if oid in by_id}
+
+    def _rows(self, object_ids: list[str] | None, ordered: bool = False) -> RowIndex | pa.Table:
+        """The rows of this version: the first step of this chain that applies, cheapest first. Each step
+        leaves the whole version indexed (``held``), obtained at most once, except point reads, which answer
+        only ``object_ids``.
+
+        1. **Held**: obtained already by a step below.
+        2. **Point reads**, while nothing else is known of a large version (``POINT_READ_ROWS``, its first
+           ``POINT_READS`` lookups by id): a pylance scan filtered on the ids. At a million tables a new
+           process's first answer 162 -> 41 ms and its VmRSS growth 165 -> 59 MB (docs/engine.md).
+        3. **Derived from the write**: a commit of this instance that is exactly the next version applies its
+           change (append, filter) to the version it went on top of, reading nothing: a whole read of 2,000,000
+           rows costs ~100 ms (step 2's measurement) where a declare at a million tables takes 6.7 ms (CHANGELOG;
+           the derivation itself was not timed apart).
+        4. **Stored rows** (rows_store.py), handed in by a new process's first check: a cold first poke on S3
+           2-3 requests where it cost 6-7 at 100 tables and 10-11 at 10,000 (docs/engine.md).
+        5. **Incremental**: when only fragments were added since a version already held (other writers'
+           inserts), only those are read (docs/benchmarks.md "Writers", item 4).
+        6. **Full scan** of every row.
+
+        Check mode (``check``) reads steps 3 and 5 again whole and compares."""
+        index = self.held
+        if index is not None and not (index.unsorted and (ordered or index.scans >= SORT_AFTER)):
+            return index  # 1
+        if index is None and object_ids is not None and self._reads_by_point():
+            return self.dataset.to_table(columns=COLUMNS, filter=pc.field("object_id").isin(object_ids))  # 2
+        with self._rows_lock:
+            index = self.held
+            if index is None:
+                source, self.source, step = self.source, None, None
+                if isinstance(source, Derived):
+                    index, step = source.change(source.base.index()), "derived from the write"  # 3
+                elif isinstance(source, pa.Table):
+                    index = RowIndex.of(source)  # 4
+                else:
+                    current = self.dataset.get_fragments()
+                    keys = fragment_keys(current)
+                    added = self._added_since(source, keys, current) if source is not None else None
+                    if added is not None:
+                        index, step = source.index(), "read incrementally"  # 5
+                        if added:
+                            index = index.appended(self.dataset.scanner(columns=COLUMNS, fragments=added).to_table())
+                    else:
+                        index = self._read_whole()  # 6
+                    self.fragments = keys
+                if self.check and step is not None:
+                    self._compare(index, step)
+            if index.unsorted and (ordered or index.scans >= SORT_AFTER):
+                index = index.merged()
+                pa.default_memory_pool().release_unused()  # the sort's scratch space: as large as the ids
+            self.held = index
+        return index
+
+    def _read_whole(self) -> RowIndex:
+        return RowIndex.of(self.dataset.to_table(columns=COLUMNS, batch_size=SCAN_BATCH_ROWS))
+
+    @staticmethod
+    def _added_since(
+        base: Snapshot, keys: dict[int, FragmentKey], current: list[lance.LanceFragment]
+    ) -> list[lance.LanceFragment] | None:
+        """The fragments added since ``base`` if that is all that changed (every fragment it held unchanged)."""
+        known = base.fragment_keys() if base.rows_known else None
+        if known is None or any(keys.get(number) != key for number, key in known.items()):
+            return None
+        return [fragment for fragment in current if fragment.fragment_id not in known]
+
+    def _compare(self, index: RowIndex, step: str) -> None:
+        """Check mode: ``index`` holds exactly the rows a fresh read of this version holds."""
+        difference = row_difference(index.table, self.dataset.to_table(columns=COLUMNS))
+        if difference:
+            raise InternalError(
+                f"__manifest version {self.version}: the rows {step} differ from a fresh read of that version "
+                f"(manifest_check_rows): {difference}"
+            )
 
     def _reads_by_point(self) -> bool:
-        """Whether a lookup should scan for its ids instead of reading every row (and count it): not when the
-        rows were handed in or extend a version already read (cheap), nor once the point reads have cost a
-        whole read."""
-        if self.rows is not None or self.base is not None or self.point_reads >= POINT_READS:
+        """Whether a lookup should scan for its ids instead of reading every row (and count it): only while
+        nothing else is known of the version (no source), and until the point reads have cost a whole read."""
+        if self.source is not None or self.point_reads >= POINT_READS:
             return False
         if self.dataset.count_rows() < POINT_READ_ROWS:  # from the fragments' row counts: no read
             return False
@@ -147,35 +236,27 @@ class Snapshot:
             self.point_reads += 1
             return self.point_reads <= POINT_READS
 
-    def set_index(self, index: RowIndex) -> None:
-        """Publish the rows (index first: a thread that sees ``rows`` finds them indexed)."""
-        self.row_index = index
-        self.rows = index.table
-
-    def _read(self) -> RowIndex:
-        """The rows handed in, else only the fragments added since the base version when that is all that
-        changed (the usual step between versions: other writers' inserts), else one full scan."""
-        if self.rows is not None:
-            return RowIndex.of(self.rows)
-        base, self.base = self.base, None
-        current = self.dataset.get_fragments()
-        keys = fragment_keys(current)
-        known = base.fragment_keys() if base is not None and base.rows is not None else None
-        if base is not None and known is not None and all(keys.get(number) == key for number, key in known.items()):
-            added = [fragment for fragment in current if fragment.fragment_id not in known]
-            index = base.index()
-            if added:
-                index = index.appended(self.dataset.scanner(columns=COLUMNS, fragments=added).to_table())
-        else:
-            index = RowIndex.of(self.dataset.to_table(columns=COLUMNS, batch_size=_SCAN_BATCH_ROWS))
-        self.fragments = keys
-        return index
-
     def fragment_keys(self) -> dict[int, FragmentKey] | None:
-        """The keys of the fragments ``rows`` hold (None when unknown without opening the table)."""
+        """The keys of the fragments ``held`` holds (None when unknown without opening the table)."""
         if self.fragments is None and self._dataset is not None:
             self.fragments = fragment_keys(self._dataset.get_fragments())
         return self.fragments
+
+
+def row_difference(held: pa.Table, fresh: pa.Table) -> str | None:
+    """What tells two sets of ``__manifest`` rows apart (None: the same rows, in any order)."""
+    ids, fresh_ids = set(held["object_id"].to_pylist()), set(fresh["object_id"].to_pylist())
+    if ids != fresh_ids or held.num_rows != fresh.num_rows:
+        extra, missing = sorted(ids - fresh_ids)[:5], sorted(fresh_ids - ids)[:5]
+        return f"{held.num_rows} rows, a fresh read {fresh.num_rows}; only held: {extra}; only read: {missing}"
+    held, fresh = held.select(COLUMNS).sort_by("object_id"), fresh.select(COLUMNS).sort_by("object_id")
+    for name in COLUMNS:
+        column, read = held[name].combine_chunks(), fresh[name].combine_chunks()
+        if not column.cast(read.type).equals(read):
+            differs = pc.invert(pc.fill_null(pc.equal(column, read), False)) if name != "base_objects" else None
+            where = held["object_id"].filter(differs).to_pylist()[:5] if differs is not None else "some rows"
+            return f"column {name} differs at {where}"
+    return None
 
 
 FragmentKey = tuple[tuple[str, ...], int | None]
@@ -196,22 +277,22 @@ class SnapshotStore:
 
     :param storage: the namespace storage.
     :param storage_options: what pylance opens the table with.
-    :param cache: this machine's rows cache (remote catalogs).
-    :param objects: the rows objects next to the manifest versions (S3).
+    :param store: the stored rows of this catalog (rows_store.py), if it has any tier.
+    :param check: check mode (property ``manifest_check_rows``), for every snapshot of this catalog.
     """
 
     def __init__(
         self,
         storage: Storage,
         storage_options: dict[str, str],
-        cache: RowsCache | None = None,
-        objects: RowsObjects | None = None,
+        store: RowsStore | None = None,
+        check: bool = False,
     ) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self._storage = storage
         self._storage_options = storage_options or None
-        self._cache = cache
-        self._objects = objects
+        self._store = store
+        self.check = check
         self._lock = threading.Lock()
         self._current: Snapshot | None = None
         self._unstored: Snapshot | None = None  # the last commit whose rows are not stored yet
@@ -230,34 +311,34 @@ class SnapshotStore:
         return snapshot
 
     def committed(self, snapshot: Snapshot) -> Snapshot:
-        """Publish a commit of this instance; on S3 its rows are stored by the next :meth:`store_rows`."""
+        """Publish a commit of this instance; where only a committer stores rows (an S3 object) they are stored
+        by the next :meth:`store_rows`."""
         self.publish(snapshot, identify=False)
-        if self._objects is not None and (snapshot.rows is not None or snapshot.base is not None):
-            with self._lock:  # only the newest commit's rows: an older one's object would never be read
+        held = snapshot.held is not None or snapshot.source is not None
+        if self._store is not None and self._store.saves_commits and held:
+            with self._lock:  # only the newest commit's rows: an older one's would never be read
                 self._unstored = snapshot
         return snapshot
 
     def store_rows(self) -> None:
-        """Store the rows of the last commit where a new process looks first: the rows object next to its
-        manifest and this machine's cache, under the manifest file's e-tag (one ``LIST MaxKeys=1``, then one PUT;
-        nothing when the listing names a newer version). Called once the writers' turn is released (two
-        requests that other writers need not wait for). Never raises: the commit has landed."""
+        """Store the rows of the last commit where a new process looks first (the rows store's tiers), under
+        the manifest file's e-tag (one ``LIST MaxKeys=1``, then one PUT; nothing when the listing names a newer
+        version). Called once the writers' turn is released (two requests that other writers need not wait
+        for). Never raises: the commit has landed."""
         with self._lock:
             snapshot, self._unstored = self._unstored, None
-        if snapshot is None or self._objects is None:
+        if snapshot is None or self._store is None:
             return
         try:
             newest = self._list_newest()  # not shared: a listing under way may predate the commit
             if newest is None or newest[0] != snapshot.version or not newest[1]:
-                return  # a newer version already: this one's object would never be read
+                return  # a newer version already: this one's rows would never be read
             snapshot.e_tag = newest[1]
-            rows = snapshot.table()  # in memory, or the fragments other writers added since the last read
-            self._objects.save(snapshot.version, newest[1], rows, snapshot.metadata)
-            if self._cache is not None:
-                self._cache.save(snapshot.version, newest[1], rows, snapshot.metadata)
-                snapshot.cached = True
-        except Exception as error:  # an optional object: a failure only costs the next new process a table open
-            log.warning("Rows object of __manifest version %s not written: %s", snapshot.version, error)
+            rows = snapshot.table()  # held, or the fragments other writers added since the last read
+            self._store.save(snapshot.version, newest[1], (rows, snapshot.metadata), committed=True)
+            snapshot.stored = True
+        except Exception as error:  # optional: a failure only costs the next new process a table open
+            log.warning("Rows of __manifest version %s not stored: %s", snapshot.version, error)
 
     def latest(self) -> Snapshot | None:
         """The latest snapshot, checked against storage now; None when the catalog has no ``__manifest``."""
@@ -272,41 +353,39 @@ class SnapshotStore:
             current = self._current
         if current is not None:
             return self._checked(current)
-        if self._cache is not None or self._objects is not None:
+        if self._store is not None:
             return self._cold()
         return self.publish(self._open(None))
 
     def _checked(self, current: Snapshot) -> Snapshot | None:
         """``current`` if it still is the latest version, else the latest opened from it."""
         if self._is_latest(current):
-            if self._cache is not None and not current.cached and current.rows is not None and current.e_tag:
-                self._cache.save(current.version, current.e_tag, current.rows, current.metadata)
-                current.cached = True
+            if self._store is not None and not current.stored and current.held is not None and current.e_tag:
+                entry = (current.held.table, current.metadata)
+                self._store.save(current.version, current.e_tag, entry, committed=False)
+                current.stored = True
             return current
         return self.publish(self._open(current))
 
     def _cold(self) -> Snapshot | None:
         """The first check of a process on remote storage: the newest manifest file and its e-tag (one
-        listing), answered from this machine's rows cache when an earlier process read that very file, else
-        from that file's rows object (one GET), else by opening the table at that version."""
+        listing), answered from the rows stored for that very file (rows_store.py), else by opening the table
+        at that version."""
+        assert self._store is not None
         newest = self._newest()
         if newest is None or not newest[1]:
             return self.publish(self._open(None))
         version, e_tag = newest
-        found = self._cache.load(version, e_tag, COLUMNS) if self._cache is not None else None
-        cached = found is not None
-        if found is None and self._objects is not None:
-            found = self._objects.load(version, e_tag, COLUMNS)
-            if found is not None and self._cache is not None:
-                self._cache.save(version, e_tag, *found)
-                cached = True
+        found = self._store.load(version, e_tag, COLUMNS)
         if found is None:
             try:  # the listing named the version: pylance needs no listing of its own, nor a HEAD
-                return self.publish(Snapshot.of(self._open_version(version), e_tag), identify=False)
+                return self.publish(Snapshot.of(self._open_version(version), e_tag, self.check), identify=False)
             except (ValueError, OSError):
                 return self.publish(self._open(None))  # gone since (an outside clean-up): open the latest
         rows, metadata = found
-        snapshot = Snapshot(version, metadata, e_tag, rows=rows, opener=self._open_version, cached=cached)
+        snapshot = Snapshot(
+            version, metadata, e_tag, source=rows, check=self.check, opener=self._open_version, stored=True
+        )
         return self.publish(snapshot, identify=False)
 
     def _newest(self) -> tuple[int, str | None] | None:
@@ -329,7 +408,7 @@ class SnapshotStore:
             newest = self._newest()
             return newest is not None and newest[0] == snapshot.version and _same_file(snapshot, newest[1])
         now = time.monotonic()
-        if now - snapshot.verified_at > REVALIDATE_AFTER_SECONDS:
+        if now - snapshot.verified_at > REVALIDATE_AFTER.total_seconds():
             return False
         stamp = self._storage.directory_stamp(versions_dir(MANIFEST_DIR))  # taken before the checks
         if stamp is not None and stamp == snapshot.versions_stamp:
@@ -339,7 +418,7 @@ class SnapshotStore:
         info = self._storage.file_info(manifest_key(MANIFEST_DIR, snapshot.version, V2))
         if info is None or not _same_file(snapshot, info.e_tag):
             return False
-        if stamp is not None and time.time_ns() - stamp[1] > _SETTLED_NANOS:
+        if stamp is not None and time.time_ns() - stamp[1] > SETTLED_NANOS:
             snapshot.versions_stamp = stamp  # trusted only once settled: mtimes have a coarse resolution
         return True
 
@@ -351,16 +430,14 @@ class SnapshotStore:
                 dataset = previous.private()
                 dataset.checkout_latest()
                 if dataset.version > previous.version:
-                    forward = Snapshot.of(dataset)
-                    forward.base = previous if previous.rows is not None else None
-                    return forward
+                    return Snapshot.of(dataset, check=self.check).follows(previous, None)
             dataset = lance.dataset(self.uri, storage_options=self._storage_options)
         except (ValueError, OSError) as error:
             # a 403 ("...Access Key Id you provided does not exist...") is a failure, never "no catalog"
             if is_not_found_error(error):
                 return None
             raise
-        return Snapshot.of(dataset)
+        return Snapshot.of(dataset, check=self.check)
 
 
 def _same_file(snapshot: Snapshot, e_tag: str | None) -> bool:

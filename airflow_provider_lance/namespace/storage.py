@@ -119,7 +119,7 @@ class Storage:
         self.local_disk = self.scheme == "file"
         #: S3: a listing is sorted and one ``LIST`` (``MaxKeys=1``) of ``__manifest/_versions/`` names the newest
         #: manifest (V2 names sort newest first) with its e-tag: freshness is one request, and a new process finds
-        #: the rows object of that version by name (rows_object.py), so rows objects are written only there.
+        #: the rows object of that version by name (rows_store.py), so rows objects are written only there.
         self.lists_newest_first = self.scheme in ("s3", "s3a")
         #: S3: STS session policies scope temporary credentials to a key prefix (credential vending); no other
         #: store here has such credentials, so any other root vends none.

@@ -1,6 +1,6 @@
 """Group commit (group_commit.py): writes that threads of one instance make together land in one ``__manifest``
 commit, and each request is still answered on its own; writer processes of one machine take turns
-(machine_turn.py). Groups are formed deterministically: the first group's commit is held until the requests of
+(writers_turn.py). Groups are formed deterministically: the first group's commit is held until the requests of
 the next one are queued."""
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace, fragments
-from airflow_provider_lance.namespace.group_commit import GroupCommit
-from airflow_provider_lance.namespace.machine_turn import MachineTurn
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError, ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, ManifestRow
+from airflow_provider_lance.namespace.writers_turn import GroupCommit, MachineTurn
 from tests.namespace.helpers_versions import (
     adopt_template,
     build_template,
@@ -45,7 +44,7 @@ class HeldGroups:
     """Counts the groups an instance commits; the first one waits inside its commit until released."""
 
     def __init__(self, manifest: ManifestTable) -> None:
-        self.group = manifest._group
+        self.group = manifest._writers.group
         self.sizes: list[int] = []
         self.release = threading.Event()
         run = self.group._run
@@ -224,7 +223,7 @@ def test_a_group_that_cannot_commit_fails_every_request_and_leaves_nothing(tmp_p
 def test_a_follower_that_waits_long_commits_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A queued request that no leader takes (a pylance callback may hold the thread the leader needs) commits
     by itself after the wait bound; storage stays consistent."""
-    monkeypatch.setattr("airflow_provider_lance.namespace.group_commit._WAIT_SECONDS", 0.05)
+    monkeypatch.setattr("airflow_provider_lance.namespace.writers_turn.TURN_WAIT_SECONDS", 0.05)
     ns = DirectoryNamespace(root=str(tmp_path))
     ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
     held = HeldGroups(ns.manifest)
@@ -345,6 +344,36 @@ def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
             assert another_process is False
             with turn.hold() as again:
                 assert again is False
+    finally:
+        release.set()
+        holder.join(WAIT)
+
+
+def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine turn waits no longer than ``TURN_WAIT_SECONDS``, the bound of every turn: a holder that does
+    not finish (a stuck process) is passed by, and the caller is told another process held the turn."""
+    monkeypatch.setattr("airflow_provider_lance.namespace.writers_turn.TURN_WAIT_SECONDS", 0.2)
+    key = f"stuck {tmp_path}"
+    context = multiprocessing.get_context("spawn")
+    held, release = context.Event(), context.Event()
+    holder = context.Process(target=_hold_turn, args=(key, held, release))
+    holder.start()
+    try:
+        assert held.wait(WAIT)
+        passed = threading.Event()
+
+        def take() -> None:
+            with MachineTurn(key).hold() as another_process:
+                assert another_process is True
+                passed.set()
+
+        taker = threading.Thread(target=take)
+        taker.start()
+        taker.join(WAIT)
+        assert passed.is_set()  # went ahead while the other process still holds the turn
+        assert holder.is_alive() and not release.is_set()
     finally:
         release.set()
         holder.join(WAIT)

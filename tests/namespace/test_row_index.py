@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from airflow_provider_lance.namespace import row_index
+from airflow_provider_lance.namespace import row_index, tuning
 from airflow_provider_lance.namespace.identifiers import paginate
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, SCHEMA, TABLE, TABLE_VERSION
 from airflow_provider_lance.namespace.row_index import RowIndex
@@ -145,15 +145,15 @@ def test_a_table_read_whole_is_scanned_until_sorted(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(row_index, "SORT_AT_ONCE", 100)
     rng = random.Random(7)
     rows = random_rows(rng, row_index.TAIL_ROWS + 50, set())
-    snapshot = Snapshot(1, {}, None, rows=chunked(rows, rng))
+    snapshot = Snapshot(1, {}, None, source=chunked(rows, rng))
     first = snapshot.index()
     assert first.unsorted and first.indexed == 0
     wanted = [row["object_id"] for row in rows[:3]]
-    for _ in range(row_index.SORT_AFTER):
+    for _ in range(tuning.SORT_AFTER):
         assert set(snapshot.index().rows(wanted)) == set(wanted)
     assert snapshot.index() is not first and not snapshot.index().unsorted  # sorted after enough scans
     assert set(snapshot.index().rows(wanted)) == set(wanted)
-    listing = Snapshot(1, {}, None, rows=chunked(rows, rng))
+    listing = Snapshot(1, {}, None, source=chunked(rows, rng))
     names = list(listing.index(ordered=True).child_names("", TABLE))
     assert not listing.index().unsorted
     assert names == sorted(
@@ -242,7 +242,7 @@ def test_threads_share_one_sort_of_a_snapshot(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(row_index, "SORT_AT_ONCE", 100)
     rng = random.Random(5)
     rows = random_rows(rng, row_index.TAIL_ROWS + 100, set())
-    snapshot = Snapshot(1, {}, None, rows=chunked(rows, rng))
+    snapshot = Snapshot(1, {}, None, source=chunked(rows, rng))
     seen: list[RowIndex] = []
     barrier = threading.Barrier(8)
 

@@ -55,8 +55,8 @@ def test_point_reads_answer_as_the_whole_read_does(tmp_path: Path, monkeypatch: 
     whole = answers(tmp_path)
     monkeypatch.setattr(snapshots, "POINT_READ_ROWS", 1)
     reads: list[int] = []
-    read = snapshots.Snapshot._read
-    monkeypatch.setattr(snapshots.Snapshot, "_read", lambda self: reads.append(self.version) or read(self))
+    read = snapshots.Snapshot._read_whole
+    monkeypatch.setattr(snapshots.Snapshot, "_read_whole", lambda self: reads.append(self.version) or read(self))
     assert answers(tmp_path) == whole
     assert reads == []  # no instance read the rows whole
     # both kinds of answer were compared: found, and not found (dropped, missing, lookalikes of escaped names)
@@ -68,8 +68,8 @@ def test_point_reads_give_way_to_one_whole_read(tmp_path: Path, monkeypatch: pyt
     build("ours", tmp_path)
     monkeypatch.setattr(snapshots, "POINT_READ_ROWS", 1)
     reads: list[int] = []
-    read = snapshots.Snapshot._read
-    monkeypatch.setattr(snapshots.Snapshot, "_read", lambda self: reads.append(self.version) or read(self))
+    read = snapshots.Snapshot._read_whole
+    monkeypatch.setattr(snapshots.Snapshot, "_read_whole", lambda self: reads.append(self.version) or read(self))
     namespace = DirectoryNamespace(root=str(tmp_path))
     for _ in range(snapshots.POINT_READS):
         assert call(namespace, "table_exists", id=["db", "it's"]) == ("ok", {})
@@ -86,8 +86,8 @@ def test_point_reads_give_way_to_one_whole_read(tmp_path: Path, monkeypatch: pyt
 def test_small_versions_and_handed_in_rows_are_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     build("ours", tmp_path)
     reads: list[int] = []
-    read = snapshots.Snapshot._read
-    monkeypatch.setattr(snapshots.Snapshot, "_read", lambda self: reads.append(self.version) or read(self))
+    read = snapshots.Snapshot._read_whole
+    monkeypatch.setattr(snapshots.Snapshot, "_read_whole", lambda self: reads.append(self.version) or read(self))
     assert call(DirectoryNamespace(root=str(tmp_path)), "table_exists", id=["db", "it's"]) == ("ok", {})
     assert len(reads) == 1  # below POINT_READ_ROWS: one whole read (a few milliseconds), indexed at once
 

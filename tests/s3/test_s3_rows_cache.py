@@ -1,4 +1,4 @@
-"""The rows cache of remote catalogs (namespace/rows_cache.py): a new instance answers from the rows an earlier
+"""The rows cache of remote catalogs (rows_store.py, local tier): a new instance answers from the rows an earlier
 one read, but only for the very manifest file storage lists as the newest, and writes still work from there."""
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def test_an_empty_cache_dir_turns_the_cache_off(moto_server: MotoServer, s3_root
     props = moto_server.properties(s3_root, manifest_cache_dir="")
     DirectoryNamespace(**props).create_namespace(ln.CreateNamespaceRequest(id=["a"]))
     _warm(props)
-    assert DirectoryNamespace(**props).manifest._snapshots._cache is None
+    store = DirectoryNamespace(**props).manifest._snapshots._store
+    assert store is not None and all(tier.committer_only for tier in store.tiers)  # the S3 object only
     assert not list(tmp_path.rglob("*.arrow"))
 
 

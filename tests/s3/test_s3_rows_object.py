@@ -1,4 +1,4 @@
-"""Rows objects (namespace/rows_object.py): after each of our commits on S3 the rows of the new ``__manifest``
+"""Rows objects (rows_store.py, S3 tier): after each of our commits on S3 the rows of the new ``__manifest``
 version lie next to it, so that the first poke of a process on a machine that never read the catalog costs the
 freshness LIST and one GET. Requests are counted at a moto server of its own (benchmarks/s3_counter.py), whoever
 sends them (s3fs or pylance's object_store)."""
@@ -21,7 +21,7 @@ from lance.namespace import DirectoryNamespace as ReferenceNamespace
 from airflow_provider_lance.hooks.lance import LanceHook
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.maintenance import maintain_manifest
-from airflow_provider_lance.namespace.rows_object import ROWS_DIR
+from airflow_provider_lance.namespace.rows_store import ROWS_DIR
 from benchmarks.s3_counter import BUCKET, CountingS3Server
 
 
@@ -134,10 +134,11 @@ def test_a_commit_writes_one_object_for_its_version_and_the_writers_machine_cach
     ns = DirectoryNamespace(**props)
     ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
     store = ns.manifest._snapshots
-    objects, store._objects = store._objects, None  # the same commit without rows objects, for comparison
+    tiers = store._store.tiers  # the same commit without the S3 tier, for comparison
+    store._store.tiers = [tier for tier in tiers if not tier.committer_only]
     with server.counting() as without:
         ns.create_namespace(ln.CreateNamespaceRequest(id=["b"]))
-    store._objects = objects
+    store._store.tiers = tiers
     with server.counting() as requests:
         ns.create_namespace(ln.CreateNamespaceRequest(id=["c"]))
     version = ns.manifest.latest().version
@@ -148,6 +149,20 @@ def test_a_commit_writes_one_object_for_its_version_and_the_writers_machine_cach
     with server.counting() as requests:  # the writer's machine cached the rows: a new process there lists only
         assert _namespaces(cold) == ["a", "b", "c"]
     assert dict(requests) == {"LIST": 1}
+
+
+def test_a_hit_in_the_s3_tier_is_kept_in_the_machines_tier(
+    server: CountingS3Server, props: dict[str, str], tmp_path: Any
+) -> None:
+    """The rows store asks its tiers nearest first and copies a hit into the nearer ones: the first new process
+    of another machine GETs the object, the next one there lists only."""
+    DirectoryNamespace(**props).create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    machine = {**props, "manifest_cache_dir": str(tmp_path)}
+    with server.counting() as first:
+        assert _namespaces(DirectoryNamespace(**machine)) == ["a"]
+    with server.counting() as second:
+        assert _namespaces(DirectoryNamespace(**machine)) == ["a"]
+    assert (dict(first), dict(second)) == ({"LIST": 1, "GET": 1}, {"LIST": 1})
 
 
 def test_objects_of_other_versions_or_catalogs_and_corrupt_ones_are_ignored(

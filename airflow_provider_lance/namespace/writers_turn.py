@@ -1,0 +1,251 @@
+"""The writers' turn: who commits to one ``__manifest`` when, in a process and on a machine.
+
+A guarded append (fragments.py) fails on any concurrent commit, so writers that commit at the same time mostly
+waste their work: each loses, re-reads and tries again. Three turns, taken in this order and never another
+(so no two writers can wait on each other in a circle):
+
+1. **Group commit** (:class:`GroupCommit`): the ``__manifest`` writes that threads of one instance make at the
+   same time are queued as requests; the first thread to find no group under way leads, takes every queued
+   request of its kind and commits them together (what a group commits: group_commit.py), the others wait.
+   When the commit is done each request has its own answer, and the first request that arrived meanwhile leads
+   the next group: nobody leads twice in a row. 32 threads declaring through one instance: 141 -> 640 writes/s.
+2. **The instance turn** (:class:`WritersTurn`, a re-entrant lock: maintenance commits inside a commit): the
+   leaders of this instance's groups and its other commits (merge-inserts, metadata, compaction) one at a
+   time; they would only conflict with each other.
+3. **The machine turn** (:class:`MachineTurn`): an advisory ``flock`` on a file of the machine's temporary
+   directory, one per catalog (never in the catalog), so writer processes of a machine commit one after the
+   other; a writer that waited reads the commit of the one before it (the fragments added since) and appends
+   on top of it at the first try. Threads of one process share it (they already hold the instance turn).
+   4 and 8 writer processes: 0.88x-1.72x -> 1.29x-1.95x the reference's writes/s (CHANGELOG).
+
+Every wait is bounded by the one constant ``TURN_WAIT_SECONDS`` (tuning.py), for one reason: the holder may be
+blocked on what the waiter holds (a pylance writer through the namespace calls back from one of pylance's
+pool threads and blocks it while the holder's commit needs that pool; a stuck process), and going ahead
+without the turn is safe: the turns only save work, correctness stays with the guarded append and the retry of
+conflicting commits (writers on other machines are not in any turn; a process that dies releases its lock).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from airflow_provider_lance.namespace.tuning import MAX_GROUP_ROWS, TURN_POLL_SECONDS, TURN_WAIT_SECONDS
+
+if TYPE_CHECKING:
+    from airflow_provider_lance.namespace.manifest_rows import RowSelection
+    from airflow_provider_lance.namespace.snapshots import Snapshot
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no machine turn, commits stay guarded
+    fcntl = None  # type: ignore[assignment]
+
+_DIRECTORY = "airflow-provider-lance-turns"
+
+
+@dataclass(eq=False)
+class Request:
+    """One queued write of a ``kind`` (group_commit.py): ``rows`` to insert or upsert, or ``selection`` (the
+    rows to delete, described once: manifest_rows.py)."""
+
+    kind: str
+    rows: pa.Table | None = None
+    selection: RowSelection | None = None
+    result: Any = None
+    error: BaseException | None = None
+    snapshot: Snapshot | None = None  # the version that answered it (the requester's operation goes on there)
+    answered: bool = False
+    lead: bool = False
+    _event: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def size(self) -> int:
+        return self.rows.num_rows if self.rows is not None else 1
+
+    def answer(self, result: Any = None, error: BaseException | None = None) -> None:
+        if not self.answered:
+            self.result, self.error, self.answered = result, error, True
+
+
+class GroupCommit:
+    """Turn 1: the queue of one ``__manifest``'s writers in one process.
+
+    :param run: commits a group of requests (of one kind) and answers each of them.
+    """
+
+    def __init__(self, run: Callable[[list[Request]], None]) -> None:
+        self._run = run
+        self._lock = threading.Lock()
+        self._queue: list[Request] = []
+        self._busy = False  # a leader is committing a group
+
+    def submit_many(self, requests: list[Request]) -> None:
+        """Queue ``requests`` together, in order, and return once each is answered (its own result or error):
+        one thread's many writes join one group as the writes of many threads would (the REST server's batches
+        of declares)."""
+        with self._lock:
+            for request in requests:
+                self._queue.append(request)
+                request.lead = not self._busy
+                self._busy = True
+        for request in requests:
+            self._complete(request)
+
+    def _complete(self, request: Request) -> None:
+        """Wait for a leader to answer ``request``, or lead its group; a request no leader takes within the
+        turn's bound commits alone."""
+        while not request.lead and not request._event.wait(TURN_WAIT_SECONDS):
+            with self._lock:
+                if request in self._queue and not request.lead:  # no leader took it yet: commit it alone
+                    self._queue.remove(request)
+                    break
+        if request.answered:
+            return
+        if not request.lead:
+            self._commit([request])
+            return
+        with self._lock:
+            self._queue.remove(request)
+            group, rows = [request], request.size
+            for queued in list(self._queue):  # then every request of its kind, in queue order, bounded
+                if queued.kind == request.kind and rows + queued.size <= MAX_GROUP_ROWS:
+                    group.append(queued)
+                    rows += queued.size
+                    self._queue.remove(queued)
+        try:
+            self._commit(group)
+        finally:
+            with self._lock:
+                if self._queue:
+                    self._queue[0].lead = True  # the next group's leader
+                else:
+                    self._busy = False
+                successor = self._queue[0] if self._queue else None
+            for done in group:
+                done._event.set()
+            if successor is not None:
+                successor._event.set()
+
+    def _commit(self, group: list[Request]) -> None:
+        try:
+            self._run(group)
+        except BaseException as error:  # the commit failed as a whole: every request not answered shares it
+            for request in group:
+                request.answer(error=error)
+        for request in group:
+            request.answer()
+
+
+class WritersTurn:
+    """The turns of one ``__manifest``'s writers in this process: the group commit, the instance turn and the
+    machine turn, in that order.
+
+    :param run_group: commits a group of requests (``ManifestTable``), in the instance and machine turns.
+    :param machine_key: what names the catalog on this machine (``Storage.catalog_key``); None: no machine turn
+        (``memory://`` catalogs are private to one instance).
+    :param released: called once the turn is released (work other writers need not wait for).
+    """
+
+    def __init__(
+        self, run_group: Callable[[list[Request]], None], machine_key: str | None, released: Callable[[], None]
+    ) -> None:
+        self.group = GroupCommit(run_group)
+        self._instance = threading.RLock()
+        self._machine = MachineTurn(machine_key) if machine_key is not None else None
+        self._released = released
+
+    @contextmanager
+    def hold(self) -> Iterator[bool]:
+        """Turns 2 and 3 around one commit; yields whether another process held the machine turn first (its
+        commit is then likely newer than what the caller read)."""
+        acquired = self._instance.acquire(timeout=TURN_WAIT_SECONDS)
+        try:
+            if self._machine is None:
+                yield False
+            else:
+                with self._machine.hold() as another_process:
+                    yield another_process
+        finally:
+            if acquired:
+                self._instance.release()
+            self._released()
+
+
+class MachineTurn:
+    """Turn 3: the turn of one catalog's writers on this machine.
+
+    :param catalog_key: what names the catalog on this machine (its URI and endpoint).
+    """
+
+    def __init__(self, catalog_key: str) -> None:
+        digest = hashlib.sha256(catalog_key.encode()).hexdigest()[:32]
+        self.path = Path(tempfile.gettempdir()) / _DIRECTORY / f"{digest}.lock"
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._descriptor: int | None = None
+        self._pid = os.getpid()
+
+    @contextmanager
+    def hold(self) -> Iterator[bool]:
+        """Hold the turn while committing; yields whether another process held it first. Without the turn (no
+        lock on this platform, a directory that is not writable, a holder that did not finish within
+        ``TURN_WAIT_SECONDS``) the caller commits anyway."""
+        taken, waited = self._take()
+        try:
+            yield waited
+        finally:
+            if taken:
+                self._give_back()
+
+    def _take(self) -> tuple[bool, bool]:
+        """(taken, waited for another process)."""
+        deadline = time.monotonic() + TURN_WAIT_SECONDS
+        waited = False
+        while True:
+            with self._lock:
+                descriptor = self._open()
+                if descriptor is None:
+                    return False, False
+                if self._holders:
+                    self._holders += 1  # another thread of this process holds it
+                    return True, waited
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    self._holders = 1
+                    return True, waited
+                except BlockingIOError:
+                    waited = True
+            if time.monotonic() > deadline:
+                return False, True
+            time.sleep(random.uniform(*TURN_POLL_SECONDS))
+
+    def _give_back(self) -> None:
+        with self._lock:
+            self._holders -= 1
+            if self._holders == 0 and self._descriptor is not None:
+                fcntl.flock(self._descriptor, fcntl.LOCK_UN)
+
+    def _open(self) -> int | None:
+        if fcntl is None:
+            return None
+        if self._descriptor is None or self._pid != os.getpid():  # a forked child opens its own
+            self._holders = 0
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError:
+                return None
+            self._pid = os.getpid()
+        return self._descriptor
