@@ -139,6 +139,8 @@ def test_bad_properties_do_not_echo_secrets() -> None:
         f"{ACCESS_KEY}:{SECRET}@127.0.0.1:9",
         f"http://127.0.0.1:{SECRET}",  # an authority that does not parse
     ],
+    # fixed ids: the values are random per process, and pytest-xdist's workers must collect the same tests
+    ids=["userinfo", "slash-in-secret", "valid-looking-authority", "query-in-secret", "no-scheme", "bad-port"],
 )
 @pytest.mark.parametrize(
     "option",
