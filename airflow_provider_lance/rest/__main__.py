@@ -1,5 +1,6 @@
 """``lance-namespace-server`` (also ``python -m airflow_provider_lance.rest``): the Lance REST Namespace server
-over the provider's engine.
+over the provider's engine, or over any ``lance_namespace.LanceNamespace`` named by ``--impl`` (an adapter, as
+the reference ``lance.namespace.RestAdapter``).
 
 Properties come from ``--root``, repeated ``--property KEY=VALUE``, ``--properties-file`` (JSON, for
 credentials: argv is visible to every user of the machine) and the ``LANCE_NAMESPACE_PROPERTIES`` environment
@@ -25,6 +26,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
+from airflow_provider_lance.implementations import ENGINE_IMPL, connect
 from airflow_provider_lance.rest.app import ServerSettings, create_app
 
 DEFAULT_PORT = 2333  # the protocol's default
@@ -36,6 +38,13 @@ log = logging.getLogger("airflow_provider_lance.rest")
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lance-namespace-server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", help="the catalog root (a path or URI such as s3://bucket/catalog)")
+    parser.add_argument(
+        "--impl",
+        default="",
+        metavar="NAME_OR_CLASS_PATH",
+        help="serve another implementation: dir (pylance's), glue, hive3, unity, ... or a class path "
+        "(default: the provider's engine)",
+    )
     parser.add_argument(
         "--property",
         action="append",
@@ -78,7 +87,7 @@ def _properties(args: argparse.Namespace) -> dict[str, str]:
         properties[key] = value
     if args.root:
         properties["root"] = args.root
-    if "root" not in properties:
+    if "root" not in properties and args.impl in ("", "dir", ENGINE_IMPL):
         raise SystemExit("lance-namespace-server needs --root (or a 'root' property)")
     return properties
 
@@ -114,11 +123,9 @@ def _is_loopback(host: str) -> bool:
 
 def build_app() -> Starlette:
     """The app of one worker, from the configuration the parent put into the environment (uvicorn factory)."""
-    from airflow_provider_lance.namespace import DirectoryNamespace
-
     config: dict[str, Any] = json.loads(os.environ[_APP_ENV])
     properties: dict[str, str] = config["properties"]
-    namespace = DirectoryNamespace(**properties)
+    namespace = connect(config["impl"], properties)
     settings = ServerSettings(
         tokens=frozenset(config["tokens"]),
         max_body_bytes=config["max_body_bytes"],
@@ -151,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if bool(args.tls_certfile) != bool(args.tls_keyfile):
         raise SystemExit("--tls-certfile and --tls-keyfile go together")
     config = {
+        "impl": args.impl,
         "properties": _properties(args),
         "tokens": sorted(tokens),
         "max_body_bytes": args.max_body_bytes,

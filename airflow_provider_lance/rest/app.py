@@ -32,10 +32,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from airflow_provider_lance.implementations import NamespaceCalls
 from airflow_provider_lance.namespace.root_check import check_root
 from airflow_provider_lance.rest.metrics import ServerMetrics
 from airflow_provider_lance.rest.requests import build_request
-from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
+from airflow_provider_lance.rest.responses import error_code, error_response, exception_response, result_response
 from airflow_provider_lance.rest.routes import ROUTES, match_route
 
 access_log = logging.getLogger("airflow_provider_lance.rest.access")
@@ -100,6 +101,8 @@ class NamespaceService:
         page_app: ASGIApp | None = None,
     ) -> None:
         self.namespace = namespace
+        # how this implementation wants its requests and what its errors mean (any LanceNamespace is served)
+        self.calls = NamespaceCalls(namespace)
         self.settings = settings
         self.metrics = metrics
         self.page_app = page_app
@@ -110,11 +113,7 @@ class NamespaceService:
         declare_tables = getattr(namespace, "declare_tables", None)
         self.declares = _DeclareBatches(self, declare_tables) if declare_tables is not None else None
         #: the operation ids this namespace implements (its class overrides the base's "Not supported")
-        self.operations = sorted(
-            route.operation_id
-            for route in ROUTES
-            if getattr(type(namespace), route.operation, None) is not getattr(LanceNamespace, route.operation)
-        )
+        self.operations = sorted(route.operation_id for route in ROUTES if self.calls.implements(route.operation))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -158,17 +157,16 @@ class NamespaceService:
             body = await self._read_body(scope, receive)
             query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
             request, data = build_request(route, path_params, query, body)
-            method = getattr(self.namespace, route.operation)
             args = (request,) if data is None else (request, data)
             if route.operation == "declare_table" and self.declares is not None:
                 result = await self.declares.submit(request)
             else:
-                result = await self.run(lambda: method(*args))
+                result = await self.run(lambda: self.calls.call(route.operation, *args))
         except _RequestError as error:
             return error.response()
         except Exception as error:  # every failure becomes the protocol's error body, never a traceback
             if isinstance(error, LanceNamespaceError):
-                self.metrics.errors.labels(route.operation, str(int(error.code))).inc()
+                self.metrics.errors.labels(route.operation, str(error_code(error))).inc()
             return exception_response(error, route.operation, request_id)
         return result_response(route.operation, result, self.settings.vend_credentials)
 
@@ -218,7 +216,7 @@ class NamespaceService:
                 problem = check_root(catalog.config.root, catalog.storage.options, probe_write=False)
                 if problem:
                     return problem
-            self.namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1))
+            self.calls.call("list_namespaces", ListNamespacesRequest(id=[], limit=1))
             return None
 
         try:

@@ -9,7 +9,8 @@ import lance_namespace as ln
 import pytest
 from airflow.providers.common.compat.sdk import AirflowException
 
-from airflow_provider_lance.hooks.calls import as_model, wants_mapping
+from airflow_provider_lance.hooks.calls import as_model
+from airflow_provider_lance.implementations import wants_mapping
 from airflow_provider_lance.namespace import DirectoryNamespace
 
 
