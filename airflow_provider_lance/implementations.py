@@ -23,12 +23,14 @@ what each implementation does its own way (measured with pylance 14.0.2 and lanc
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import re
 import typing
 from collections.abc import Callable
 from typing import Any
 
+import pydantic
 from lance_namespace import (
     DescribeNamespaceRequest,
     DescribeTableRequest,
@@ -102,6 +104,8 @@ def connect(impl: str | None, properties: dict[str, str]) -> LanceNamespace:
         registers (``glue``, ``hive2``, ``hive3``, ``iceberg``, ``polaris``, ``unity``; the ``glue`` extra
         installs it); or a full class path.
     :param properties: The implementation's properties.
+    :return: The provider's engine or REST client, or any other implementation wrapped in
+        :class:`AdaptedNamespace` (what pylance, the page and the hook then call behaves the same way).
     """
     if not impl or impl == ENGINE_IMPL:
         from airflow_provider_lance.namespace import DirectoryNamespace
@@ -115,7 +119,7 @@ def connect(impl: str | None, properties: dict[str, str]) -> LanceNamespace:
 
     with contextlib.suppress(ImportError):  # registers its short names when installed
         import lance_namespace_impls  # noqa: F401
-    return lance_namespace.connect(impl, properties)
+    return AdaptedNamespace(lance_namespace.connect(impl, properties))
 
 
 class OperationNotImplemented(UnsupportedOperationError):
@@ -143,6 +147,12 @@ def wants_mapping(method: Callable[..., Any]) -> bool:
     return name in _MAPPING_NAMES
 
 
+@functools.cache
+def request_model(operation: str) -> type[pydantic.BaseModel]:
+    """The request model ``LanceNamespace`` declares for an operation."""
+    return typing.get_type_hints(getattr(LanceNamespace, operation))["request"]
+
+
 def implements(namespace: LanceNamespace, operation: str) -> bool:
     """Whether the implementation's class overrides the base class's "Not supported" for ``operation``."""
     return getattr(type(namespace), operation, None) is not getattr(LanceNamespace, operation, None)
@@ -155,6 +165,8 @@ class NamespaceCalls:
     """
 
     def __init__(self, namespace: LanceNamespace) -> None:
+        if isinstance(namespace, AdaptedNamespace):
+            namespace = namespace.inner
         self.namespace = namespace
         self.catalog = type(namespace).__name__
         self._impls = type(namespace).__module__.startswith("lance_namespace_impls")
@@ -175,6 +187,8 @@ class NamespaceCalls:
         :raises OperationNotImplemented: When the implementation lacks the operation.
         :raises LanceNamespaceError: The implementation's error, translated where it raised another kind.
         """
+        if isinstance(request, dict):  # pylance calls a Python namespace with dicts at times
+            request = request_model(operation).model_validate(request)
         try:
             if not implements(self.namespace, operation):
                 return self._without(operation, request)
@@ -244,3 +258,35 @@ class NamespaceCalls:
                 if pattern.search(message):
                     return kind(message)
         return None
+
+
+class AdaptedNamespace(LanceNamespace):
+    """Another implementation with every operation called through :class:`NamespaceCalls`: what pylance, the
+    catalog page and the hook call when they are handed a namespace that is not the provider's.
+
+    :param inner: The implementation.
+    """
+
+    def __init__(self, inner: LanceNamespace) -> None:
+        self.inner = inner
+        self._calls = NamespaceCalls(inner)
+
+    def namespace_id(self) -> str:
+        return self.inner.namespace_id()
+
+    def __repr__(self) -> str:
+        return f"AdaptedNamespace({self.inner!r})"
+
+
+def _delegate(operation: str) -> Callable[..., Any]:
+    def method(self: AdaptedNamespace, request: Any, *data: Any) -> Any:
+        return self._calls.call(operation, request, *data)
+
+    method.__name__ = operation
+    method.__doc__ = getattr(LanceNamespace, operation).__doc__
+    return method
+
+
+for _operation in [name for name in vars(LanceNamespace) if not name.startswith("_") and name != "namespace_id"]:
+    if callable(getattr(LanceNamespace, _operation)):
+        setattr(AdaptedNamespace, _operation, _delegate(_operation))

@@ -19,6 +19,8 @@ _IMPL_PREFIXES = {
     "rest": "rest.",
     "lance.namespace.RestNamespace": "rest.",
     REST_IMPL: "rest.",
+    "glue": "glue.",
+    "lance_namespace_impls.glue.GlueNamespace": "glue.",
 }
 _ALL_PREFIXES = frozenset(_IMPL_PREFIXES.values())
 
