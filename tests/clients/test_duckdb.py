@@ -98,7 +98,7 @@ def test_insert_update_delete_are_read_back_by_pylance(server: str) -> None:
     connection = duck(server)
     connection.execute("INSERT INTO x.main.edits VALUES (5, 'b', 5.0)")
     connection.execute("UPDATE x.main.edits SET v = 20.0 WHERE id = 2")
-    connection.execute("DELETE FROM x.main.edits WHERE id = 1 OR id = 3")  # a string predicate: see the limits
+    connection.execute("DELETE FROM x.main.edits WHERE id = 1 OR id = 3")  # the first column: see the limits
     expected = [{"id": 2, "cat": "b", "v": 20.0}, {"id": 4, "cat": "c", "v": 4.0}, {"id": 5, "cat": "b", "v": 5.0}]
     assert read_back(server, "edits") == expected
     versions = client(server).list_table_versions(ln.ListTableVersionsRequest(id=["edits"])).versions
@@ -128,10 +128,10 @@ def _delete_with_a_string_predicate(url: str) -> int:
 
 def test_the_extensions_limits_are_the_reference_servers(tmp_path: Path) -> None:
     """duckdb-extension-lance 1.5.5 on a REST catalog: a CTAS issued before the attached catalog was listed
-    declares the table and writes its schema without its rows; ``DELETE ... WHERE cat = 'a'`` (a string
-    equality) deletes every row; a table in a child namespace is listed but cannot be read (the extension
-    describes it without its namespace); no time travel. Our server answers every one of these requests as
-    the reference ``RestAdapter`` does."""
+    declares the table and writes its schema without its rows; ``DELETE ... WHERE cat = 'a'`` (a predicate
+    on another column than the first) deletes every row; a table in a child namespace is listed but cannot
+    be read (the extension describes it without its namespace); no time travel. Our server answers every
+    one of these requests as the reference ``RestAdapter`` does."""
     (tmp_path / "ours").mkdir()
     (tmp_path / "reference").mkdir()
     outcomes = []
