@@ -112,6 +112,19 @@ def _tokens(path: str | None) -> frozenset[str]:
     return tokens
 
 
+def _check_impl(impl: str, properties: dict[str, str]) -> None:
+    """Build the implementation once before listening: a wrong name or property fails here, with its reason
+    (property values left out: they may be credentials), not in a worker after the start-up line."""
+    try:
+        connect(impl, properties)
+    except Exception as error:
+        message = str(error)
+        for value in properties.values():
+            if len(value) >= 4:
+                message = message.replace(value, "***")
+        raise SystemExit(f"Cannot serve --impl {impl}: {type(error).__name__}: {message}") from None
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -166,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "threads": args.threads,
         "page": not args.no_page,
     }
+    if args.impl:
+        _check_impl(args.impl, config["properties"])
     os.environ[_APP_ENV] = json.dumps(config)
     if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lance-rest-metrics-")

@@ -108,3 +108,10 @@ def test_the_command_serves_another_implementation_behind_the_same_security(tmp_
 
     reference = DirectoryNamespace(root=str(tmp_path / "root"))
     assert reference.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["a"]
+
+
+def test_an_implementation_that_cannot_be_built_stops_the_command_with_its_reason(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="did not start") as raised:
+        ServerProcess(["--impl", "no_such.Namespace", "--property", "secret_key=hunter2-secret"])
+    assert "Cannot serve --impl no_such.Namespace" in str(raised.value)
+    assert "hunter2-secret" not in str(raised.value)
