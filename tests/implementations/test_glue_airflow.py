@@ -25,7 +25,6 @@ from tests.s3.conftest import ACCESS_KEY, REGION, SECRET_KEY, MotoServer
 def glue_conn(monkeypatch: pytest.MonkeyPatch, moto_server: MotoServer, glue_root: str) -> str:
     """A ``lance`` connection as a user writes it: impl=glue, Host = the root of new tables, the Glue client's
     settings as ``glue.*`` keys, login/password = the S3 keys of the tables' data."""
-    options = moto_server.storage_options()
     extra = {
         "impl": "glue",
         "glue.endpoint": moto_server.endpoint,
@@ -33,11 +32,7 @@ def glue_conn(monkeypatch: pytest.MonkeyPatch, moto_server: MotoServer, glue_roo
         "glue.access_key_id": ACCESS_KEY,
         "glue.secret_access_key": SECRET_KEY,
         "dir.table_version_management": "true",  # another implementation's key: left out
-        "storage_options": {k: v for k, v in options.items() if not k.startswith("aws_")}
-        | {
-            "aws_endpoint": options["aws_endpoint"],
-            "aws_region": REGION,
-        },
+        "storage_options": {"aws_endpoint": moto_server.endpoint, "aws_region": REGION, "allow_http": "true"},
     }
     conn = {"conn_type": "lance", "host": glue_root, "login": ACCESS_KEY, "password": SECRET_KEY, "extra": extra}
     monkeypatch.setenv("AIRFLOW_CONN_LANCE_GLUE", json.dumps(conn))
