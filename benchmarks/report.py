@@ -23,6 +23,7 @@ from benchmarks import (
     soak,
     spark,
     threads,
+    vending,
     writers,
     writes,
 )
@@ -46,6 +47,7 @@ SECTIONS: list[ModuleType] = [
     soak,
     page,
     rest,
+    vending,
 ]
 
 
