@@ -1,7 +1,8 @@
 """lancedb's Node client (``@lancedb/lancedb``, pinned in ``node/package-lock.json``) against our server: the
 scenarios of ``node/scenarios.mjs`` (namespaces, a table from rows with vectors, add, vector search, a filter
 query, update, delete, versions and the checkout of an older one, list, drop) with a bearer token, on local
-disk and on moto S3, with table version management on and off. One server per configuration (module scope)."""
+disk and on moto S3 (temporary table-scoped credentials vended by the server through moto's STS), with table
+version management on and off. One server per configuration (module scope)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ from airflow_provider_lance.rest import ServerSettings
 from tests.clients.conftest import NODE_DIR
 from tests.rest.servers import serve_namespace
 from tests.s3.conftest import BUCKET, MotoServer, moto_server  # noqa: F401  (fixture)
+from tests.s3.test_s3_credential_vending import make_role, vending_properties
 
 TOKEN = "node-client-token"
+#: the server's URL and its engine
+Server = tuple[str, DirectoryNamespace]
 
 #: scenario → what the Node client must read back (scenarios.mjs returns these values)
 EXPECTED: dict[str, Any] = {
@@ -56,25 +60,22 @@ def run_scenarios(node: str, uri: str, token: str, namespace: str = "team") -> d
     params=[("disk", "true"), ("disk", "false"), ("s3", "true"), ("s3", "false")],
     ids=["disk-versions", "disk", "s3-versions", "s3"],
 )
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, DirectoryNamespace]]:
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """Our server with a token over our engine, on local disk or moto S3, table version management on/off."""
     storage, versions = request.param
     if storage == "s3":
+        # the Node client gets temporary credentials scoped to each table from the server (moto's STS)
         moto: MotoServer = request.getfixturevalue("moto_server")
-        properties = moto.properties(f"s3://{BUCKET}/node-{uuid.uuid4().hex[:12]}")  # vends its keys to the client
+        suffix = uuid.uuid4().hex[:12]
+        properties = vending_properties(moto, f"s3://{BUCKET}/node-{suffix}", make_role(moto, f"node-{suffix}"))
     else:
         properties = {"root": str(tmp_path_factory.mktemp("node-root"))}
     engine = DirectoryNamespace(**properties, table_version_management=versions)
-    settings = ServerSettings(
-        tokens=frozenset({TOKEN}), vend_credentials=properties.get("credential_vending_enabled") == "true"
-    )
-    with serve_namespace(engine, settings) as url:
+    with serve_namespace(engine, ServerSettings(tokens=frozenset({TOKEN}), vend_credentials=True)) as url:
         yield url, engine
 
 
-def test_every_scenario_reads_back_what_it_wrote(node: str, server: tuple[str, DirectoryNamespace]) -> None:
+def test_every_scenario_reads_back_what_it_wrote(node: str, server: Server) -> None:
     url, engine = server
     outcomes = run_scenarios(node, url, TOKEN)
     failed = {name: outcome for name, outcome in outcomes.items() if not outcome["ok"]}
@@ -83,7 +84,7 @@ def test_every_scenario_reads_back_what_it_wrote(node: str, server: tuple[str, D
     assert engine.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == []  # dropped through the server
 
 
-def test_a_wrong_token_is_refused(node: str, server: tuple[str, DirectoryNamespace]) -> None:
+def test_a_wrong_token_is_refused(node: str, server: Server) -> None:
     url, engine = server
     outcomes = run_scenarios(node, url, "not-the-token", namespace="intruder")
     assert not any(outcome["ok"] for outcome in outcomes.values())

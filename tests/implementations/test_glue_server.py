@@ -24,10 +24,11 @@ TOKEN = "glue-token"
 
 @pytest.fixture
 def glue_server(tmp_path: Path, moto_server: MotoServer, glue_root: str) -> Iterator[str]:
-    """The command over Glue: credentials in a properties file (never argv), a bearer token, and the storage
-    options vended to clients (the test's moto keys)."""
+    """The command over Glue: credentials in a properties file (never argv) and a bearer token. The server
+    hands out no keys (the secrets of Glue's storage options are dropped from responses): clients bring
+    their own storage options."""
     properties = tmp_path / "glue.json"
-    properties.write_text(json.dumps({**glue_properties(moto_server, glue_root), "credential_vending_enabled": "true"}))
+    properties.write_text(json.dumps(glue_properties(moto_server, glue_root)))
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{TOKEN}\n")
     with ServerProcess(["--impl", "glue", "--properties-file", str(properties), "--token-file", str(tokens)]) as server:
@@ -35,21 +36,27 @@ def glue_server(tmp_path: Path, moto_server: MotoServer, glue_root: str) -> Iter
         assert server.terminate() == 0
 
 
-def test_pylance_and_lancedb_through_the_server_over_glue(glue_server: str, glue_root: str, database: str) -> None:
+def test_pylance_and_lancedb_through_the_server_over_glue(
+    glue_server: str, glue_root: str, database: str, moto_server: MotoServer
+) -> None:
+    options = moto_server.storage_options()
     client = ln.connect("rest", {"uri": glue_server, "header.Authorization": f"Bearer {TOKEN}"})
     client.create_namespace(ln.CreateNamespaceRequest(id=[database]))
     rows = pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]})
-    lance.write_dataset(rows, namespace_client=client, table_id=[database, "events"], mode="create")
-    described = client.describe_table(ln.DescribeTableRequest(id=[database, "events"]))
+    table_id = [database, "events"]
+    lance.write_dataset(rows, namespace_client=client, table_id=table_id, mode="create", storage_options=options)
+    described = client.describe_table(ln.DescribeTableRequest(id=table_id))
     assert described.location == f"{glue_root}/{database}/events.lance"
-    assert lance.dataset(namespace_client=client, table_id=[database, "events"]).count_rows() == 3
+    assert "aws_secret_access_key" not in (described.storage_options or {})  # the server's keys stay there
+    assert lance.dataset(namespace_client=client, table_id=table_id, storage_options=options).count_rows() == 3
 
-    db = lancedb.connect_namespace("rest", {"uri": glue_server, "header.Authorization": f"Bearer {TOKEN}"})
-    table = db.open_table("events", namespace_path=[database])
+    properties = {"uri": glue_server, "header.Authorization": f"Bearer {TOKEN}"}
+    db = lancedb.connect_namespace("rest", properties, storage_options=options)
+    table = db.open_table("events", namespace_path=[database], storage_options=options)
     assert table.count_rows("id > 1") == 2
     table.add(pa.table({"id": [4], "name": ["d"]}))
-    assert lance.dataset(namespace_client=client, table_id=[database, "events"]).count_rows() == 4
-    assert db.table_names(namespace_path=[database]) == ["events"]
+    assert lance.dataset(namespace_client=client, table_id=table_id, storage_options=options).count_rows() == 4
+    assert db.list_tables(namespace_path=[database]).tables == ["events"]
 
 
 def test_errors_of_the_server_over_glue(glue_server: str, database: str) -> None:
