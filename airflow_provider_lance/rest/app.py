@@ -35,7 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from airflow_provider_lance.implementations import NamespaceCalls
 from airflow_provider_lance.rest.metrics import ServerMetrics
 from airflow_provider_lance.rest.requests import build_request
-from airflow_provider_lance.rest.responses import error_code, error_response, exception_response, result_response
+from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
 from airflow_provider_lance.rest.routes import ROUTES, match_route
 
 access_log = logging.getLogger("airflow_provider_lance.rest.access")
@@ -166,7 +166,7 @@ class NamespaceService:
             return error.response()
         except Exception as error:  # every failure becomes the protocol's error body, never a traceback
             if isinstance(error, LanceNamespaceError):
-                self.metrics.errors.labels(route.operation, str(error_code(error))).inc()
+                self.metrics.errors.labels(route.operation, str(int(error.code))).inc()
             return exception_response(error, route.operation, request_id)
         return result_response(route.operation, result, self.settings.vend_credentials)
 

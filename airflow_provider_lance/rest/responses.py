@@ -16,7 +16,6 @@ import pydantic
 from lance_namespace import ErrorCode, LanceNamespaceError
 from starlette.responses import JSONResponse, Response
 
-from airflow_provider_lance.implementations import OperationNotImplemented
 from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS
 from airflow_provider_lance.utils.http_status import status_of
 
@@ -37,18 +36,11 @@ def error_response(code: int, message: str, headers: dict[str, str] | None = Non
     return JSONResponse({"error": message, "code": int(code)}, status_code=status_of(code), headers=headers)
 
 
-def error_code(error: LanceNamespaceError) -> int:
-    """The protocol's code for a namespace error. An operation the implementation lacks is answered as the
-    reference ``RestAdapter`` answers it (measured, pylance 14.0.2: 500, code 18, "Not supported: …"), not
-    with code 0 (406), which stays for requests an implementation refuses as unsupported."""
-    return int(ErrorCode.INTERNAL if isinstance(error, OperationNotImplemented) else error.code)
-
-
 def exception_response(error: BaseException, operation: str, request_id: str) -> JSONResponse:
     """The response for an exception raised by an operation: its own code and message for a namespace error,
     a generic internal error (traceback in the server log only) for anything else."""
     if isinstance(error, LanceNamespaceError):
-        return error_response(error_code(error), str(error))
+        return error_response(error.code, str(error))
     log.error("%s failed (request %s)", operation, request_id, exc_info=error)
     return error_response(ErrorCode.INTERNAL, f"Internal error in {operation}; request id {request_id}")
 
