@@ -58,6 +58,12 @@ def test_pylance_and_lancedb_through_the_server_over_glue(
     assert lance.dataset(namespace_client=client, table_id=table_id, storage_options=options).count_rows() == 4
     assert db.list_tables(namespace_path=[database]).tables == ["events"]
 
+    # the page: Glue keeps no versions, the page reads the table's own (two: the write and lancedb's add)
+    with httpx.Client(base_url=glue_server, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        page = http.get("/table/versions", params=[("id", database), ("id", "events")])
+    assert page.status_code == 200
+    assert "Overwrite" in page.text and "Append" in page.text
+
 
 def test_errors_of_the_server_over_glue(glue_server: str, database: str) -> None:
     with httpx.Client(base_url=glue_server, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
