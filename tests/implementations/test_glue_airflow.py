@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from airflow.providers.common.compat.sdk import AirflowException
 
+from airflow_provider_lance.get_provider_info import CONN_FIELDS
 from airflow_provider_lance.hooks.lance import LanceHook
 from airflow_provider_lance.operators.namespace import LanceCreateNamespaceOperator, LanceDropNamespaceOperator
 from airflow_provider_lance.operators.table import LanceDeclareTableOperator, LanceDeregisterTableOperator
@@ -43,6 +44,7 @@ def test_hook_operators_and_sensor_on_glue(glue_conn: str, glue_root: str, datab
     hook = LanceHook(glue_conn)
     impl, properties = hook.get_namespace_config()
     assert impl == "glue" and properties["region"] == REGION and "table_version_management" not in properties
+    assert SECRET_KEY not in hook.redact(f"failed with {SECRET_KEY}")  # glue.secret_access_key is a secret
     context = make_context()
     created = LanceCreateNamespaceOperator(task_id="c", namespace_id=database, lance_conn_id=glue_conn).execute(context)
     assert created == {"namespace_id": [database], "created": True}
@@ -77,3 +79,10 @@ def test_hook_operators_and_sensor_on_glue(glue_conn: str, glue_root: str, datab
     assert sensor.poke(context) is False
     dropped = LanceDropNamespaceOperator(task_id="x", namespace_id=database, lance_conn_id=glue_conn).execute(context)
     assert dropped["dropped"]
+
+
+def test_the_connection_form_documents_glue() -> None:
+    description = CONN_FIELDS["impl"]["description"]
+    assert "'glue'" in description
+    for key in ("glue.region", "glue.endpoint", "glue.catalog_id", "glue.access_key_id", "glue.secret_access_key"):
+        assert key in description
