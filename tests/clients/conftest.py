@@ -9,6 +9,7 @@ instead: CI never skips them.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -35,9 +36,11 @@ def node() -> str:
     version = subprocess.run([executable, "--version"], capture_output=True, text=True, check=True).stdout
     if int(version.strip().lstrip("v").split(".")[0]) < 18:
         _missing(f"Node.js {version.strip()} is too old (@lancedb/lancedb needs 18 or later)")
-    if not (NODE_DIR / "node_modules" / "@lancedb" / "lancedb").is_dir():
-        npm = shutil.which("npm")
-        if npm is None:
-            _missing("npm is not installed (needed once for `npm ci` in tests/clients/node)")
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
+    with open(NODE_DIR / ".npm-ci.lock", "w") as lock:  # pytest-xdist workers: one `npm ci`, the others wait
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (NODE_DIR / "node_modules" / "@lancedb" / "lancedb").is_dir():
+            npm = shutil.which("npm")
+            if npm is None:
+                _missing("npm is not installed (needed once for `npm ci` in tests/clients/node)")
+            subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
     return str(executable)
