@@ -4,7 +4,7 @@ VENV := .venv
 export UV_COMPILE_BYTECODE := 1
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: venv test demo bench lint clean
+.PHONY: venv test demo bench lint clean node-clients
 
 $(VENV)/.installed: pyproject.toml uv.lock
 	$(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -15,6 +15,13 @@ venv: $(VENV)/.installed
 
 test: venv
 	$(VENV)/bin/pytest -n 2  # both cores: most tests wait on servers, Spark and Airflow processes
+
+# The Node client tests (tests/clients/test_node.py): Debian's nodejs and npm, then the locked packages.
+node-clients:
+	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO="sudo"; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
+	cd tests/clients/node && npm ci --no-audit --no-fund
 
 demo: venv
 	$(VENV)/bin/python scripts/demo.py

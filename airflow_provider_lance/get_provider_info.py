@@ -25,7 +25,12 @@ UI_FIELD_BEHAVIOUR: dict[str, Any] = {
 CONN_FIELDS: dict[str, dict[str, Any]] = {
     "impl": {
         "label": "Implementation",
-        "description": "Empty for the provider's engine, 'dir', 'rest' or a full class path.",
+        "description": (
+            "Empty for the provider's engine, 'dir', 'rest', 'glue' (AWS Glue, the 'glue' extra: extra keys "
+            "glue.region, glue.endpoint, glue.catalog_id, glue.access_key_id, glue.secret_access_key, "
+            "glue.session_token, glue.profile_name; Host is the root new tables go under; metadata only, no "
+            "table versions) or a full class path."
+        ),
         "schema": {"type": ["string", "null"]},
     },
     "root": {

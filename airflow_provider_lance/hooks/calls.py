@@ -1,40 +1,10 @@
-"""How the hook talks to a ``lance_namespace.LanceNamespace``: request forms and response models."""
+"""How the hook reads a ``lance_namespace.LanceNamespace``'s responses (request forms: ``implementations.py``)."""
 
 from __future__ import annotations
 
-import inspect
-import typing
-from collections.abc import Callable
 from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowException
-
-_MAPPING_NAMES = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
-
-
-def wants_mapping(method: Callable[..., Any]) -> bool:
-    """
-    Return whether a namespace operation declares that its request is a dict rather than a request model.
-
-    pylance's ``lance.namespace.DirectoryNamespace`` (and ``RestNamespace``) declare ``request: dict`` for
-    ``create_table_version``, ``describe_table_version`` and ``batch_delete_table_versions`` and fail on
-    a model; every other operation of every implementation takes the ``lance_namespace`` model.
-
-    :param method: The bound operation of the namespace client.
-    """
-    try:
-        params = list(inspect.signature(method).parameters.values())
-    except (TypeError, ValueError):  # builtins without a signature
-        return False
-    if not params:
-        return False
-    annotation = params[0].annotation
-    if isinstance(annotation, str):  # postponed annotations: compare the written name
-        name = annotation.strip("'\" ").split("[", 1)[0].rsplit(".", 1)[-1].strip()
-    else:
-        origin = typing.get_origin(annotation) or annotation
-        name = getattr(origin, "__name__", "")
-    return name in _MAPPING_NAMES
 
 
 def as_model(obj: Any, model_cls: type) -> Any:

@@ -8,12 +8,7 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowException
 
-#: The canonical name of the provider's engine, what an empty ``impl`` extra means. Any other ``impl``
-#: (``dir``, ``rest``, a full class path) is handed to ``lance_namespace.connect``.
-ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
-
-#: What ``impl=rest`` builds: pylance's ``RestNamespace`` plus the operations it lacks (the batch commits).
-REST_IMPL = "airflow_provider_lance.rest.client.RestNamespace"
+from airflow_provider_lance.implementations import ENGINE_IMPL, REST_IMPL
 
 #: The implementation-key prefix of each implementation (the Lance tool guideline): with the directory
 #: namespace ``dir.root`` means ``root``, with ``rest`` ``rest.uri`` means ``uri``.
@@ -24,6 +19,8 @@ _IMPL_PREFIXES = {
     "rest": "rest.",
     "lance.namespace.RestNamespace": "rest.",
     REST_IMPL: "rest.",
+    "glue": "glue.",
+    "lance_namespace_impls.glue.GlueNamespace": "glue.",
 }
 _ALL_PREFIXES = frozenset(_IMPL_PREFIXES.values())
 

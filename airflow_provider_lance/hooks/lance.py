@@ -11,11 +11,12 @@ from airflow.providers.common.compat.sdk import AirflowException, BaseHook
 
 from airflow_provider_lance.get_provider_info import CONN_FIELDS, UI_FIELD_BEHAVIOUR
 from airflow_provider_lance.hooks.admin import LanceTableAdminMixin
-from airflow_provider_lance.hooks.calls import as_model, response_field, wants_mapping
+from airflow_provider_lance.hooks.calls import as_model, response_field
 from airflow_provider_lance.hooks.catalog import RUN_ID_METADATA, LanceCatalogMixin
-from airflow_provider_lance.hooks.connection import ENGINE_IMPL, REST_IMPL, namespace_config
+from airflow_provider_lance.hooks.connection import ENGINE_IMPL, namespace_config
 from airflow_provider_lance.hooks.data import LanceTableDataMixin
 from airflow_provider_lance.hooks.versions import LanceTableVersionsMixin
+from airflow_provider_lance.implementations import NamespaceCalls, connect
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 if TYPE_CHECKING:
@@ -66,7 +67,6 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         super().__init__(**kwargs)
         self.lance_conn_id = lance_conn_id
         self._secrets: set[str] = set()
-        self._dict_requests: dict[str, bool] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(lance_conn_id={self.lance_conn_id!r})"
@@ -136,18 +136,7 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
                 "the 'root' extra"
             )
         try:
-            if impl == ENGINE_IMPL:
-                from airflow_provider_lance.namespace import DirectoryNamespace
-
-                client = DirectoryNamespace(**properties)
-            elif impl in ("rest", REST_IMPL):
-                from airflow_provider_lance.rest.client import RestNamespace
-
-                client = RestNamespace(**properties)
-            else:
-                import lance_namespace
-
-                client = lance_namespace.connect(impl, properties)
+            client = connect(impl, properties)
         except Exception as err:
             # The original exception may quote the properties (and so the secrets): drop it.
             raise AirflowException(
@@ -160,23 +149,21 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         """Return the ``lance_namespace.LanceNamespace`` client."""
         return self.namespace
 
+    @cached_property
+    def _calls(self) -> NamespaceCalls:
+        return NamespaceCalls(self.namespace)
+
     def _call(self, operation: str, request: Any) -> Any:
         """
-        Call ``operation`` on the namespace with ``request`` in the form the operation declares.
-
-        Request models by default; a dict for operations whose signature says ``dict`` (pylance's
-        reference implementations, see :func:`~airflow_provider_lance.hooks.calls.wants_mapping`),
-        decided once per operation for this hook's client.
+        Call ``operation`` on the namespace through
+        :class:`~airflow_provider_lance.implementations.NamespaceCalls`: the request in the form the
+        implementation declares, its errors as ``lance_namespace`` errors, an operation it lacks as an
+        ``UnsupportedOperationError`` naming the catalog and what would serve.
 
         :param operation: The ``LanceNamespace`` method name.
         :param request: The ``lance_namespace`` request model.
         """
-        method = getattr(self.namespace, operation)
-        if operation not in self._dict_requests:
-            self._dict_requests[operation] = wants_mapping(method)
-        if self._dict_requests[operation] and hasattr(request, "model_dump"):
-            request = request.model_dump(exclude_none=True)
-        return method(request)
+        return self._calls.call(operation, request)
 
     def _all_pages(self, operation: str, field: str, make_request: Callable[[str | None], Any]) -> list[Any]:
         """

@@ -113,7 +113,13 @@ def reserve_table(catalog: Catalog, request: DeclareTableRequest) -> tuple[list[
         raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
     location = ids.table_location(parts, catalog.config.dir_listing_enabled)
     if request.location is not None:
-        requested = _location_from_request(catalog, request.location)
+        try:
+            requested = _location_from_request(catalog, request.location)
+        except InvalidInputError as error:  # say where the table goes, as the reference does, and why
+            raise InvalidInputError(
+                f"Cannot declare table {oid} at location {request.location}, must be at location "
+                f"{catalog.storage.uri(location)} ({error})"
+            ) from None
         if not catalog.config.manifest_enabled and requested != location:
             # without a row only the listing finds a table: anywhere else it would be declared and never found
             raise InvalidInputError(

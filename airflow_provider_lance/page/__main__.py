@@ -1,7 +1,7 @@
 """Serve the catalog page alone: ``python -m airflow_provider_lance.page --root URI [--property K=V] --port N``.
 
 The namespace is the provider's engine (``DirectoryNamespace``) with the given properties; ``--impl`` picks
-another implementation by its ``lance_namespace.connect`` name (``dir``, ``rest``, a class path).
+another implementation (``dir``, ``rest``, ``glue``, a class path: ``implementations.connect``).
 """
 
 from __future__ import annotations
@@ -23,20 +23,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     import uvicorn
 
+    from airflow_provider_lance.implementations import connect
     from airflow_provider_lance.page import create_page_app
 
     args = parse_args(argv)
     properties = dict(item.split("=", 1) for item in args.property)
     if args.root:
         properties["root"] = args.root
-    if args.impl:
-        import lance_namespace
-
-        namespace = lance_namespace.connect(args.impl, properties)
-    else:
-        from airflow_provider_lance.namespace import DirectoryNamespace
-
-        namespace = DirectoryNamespace(**properties)
+    namespace = connect(args.impl, properties)
     uvicorn.run(create_page_app(namespace), host=args.host, port=args.port, log_level="warning")
 
 

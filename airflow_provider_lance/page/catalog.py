@@ -279,6 +279,13 @@ class CatalogReader:
             managed_versioning=described.managed_versioning,
             declared_only=bool(described.is_only_declared) or described.version is None,
         )
+        if described.version is None and not described.is_only_declared and described.managed_versioning is False:
+            # a metadata-only catalog (Glue, Hive) never says which version a table is at: its data does
+            try:
+                summary.version = self.dataset(table_id).version
+                summary.declared_only = False
+            except (OSError, ValueError):  # no dataset at the location yet: declared only
+                pass
         if summary.declared_only:
             return summary
         dataset = self.dataset(table_id)
@@ -311,13 +318,19 @@ class CatalogReader:
         :param page_token: the token of this page (None for the first).
         :param limit: versions per page.
         """
-        response = self.namespace.list_table_versions(
-            ln.ListTableVersionsRequest(id=list(table_id), descending=True, page_token=page_token or None, limit=limit)
-        )
-        token = response.page_token if response.page_token != page_token else None
-        versions = sorted(response.versions or [], key=lambda v: -int(v.version))
         described = self._describe(table_id)
         dataset = self.dataset(table_id)
+        try:
+            response = self.namespace.list_table_versions(
+                ln.ListTableVersionsRequest(
+                    id=list(table_id), descending=True, page_token=page_token or None, limit=limit
+                )
+            )
+        except ln.UnsupportedOperationError:  # a metadata-only catalog (Glue, Hive): the table's own versions
+            versions, token = _dataset_versions(dataset, limit), None
+        else:
+            token = response.page_token if response.page_token != page_token else None
+            versions = sorted(response.versions or [], key=lambda v: -int(v.version))
         summaries = _summaries(dataset)
         tagged: dict[int | None, list[str]] = {}
         for name, number in self.tags(table_id).items():
@@ -454,6 +467,19 @@ class CatalogReader:
             found.extend([*namespace_id, name] for name in self._table_names(namespace_id, limit - len(found)))
             pending.extend([*namespace_id, child] for child in self.child_namespaces(namespace_id))
         return found[:limit], bool(pending) or len(found) >= limit
+
+
+def _dataset_versions(dataset: lance.LanceDataset, limit: int) -> list[ln.TableVersion]:
+    """The newest ``limit`` versions a dataset lists itself, as the namespace would list them."""
+    newest = sorted(dataset.versions(), key=lambda entry: -int(entry["version"]))[:limit]
+    return [
+        ln.TableVersion(
+            version=int(entry["version"]),
+            manifest_path=f"{dataset.uri}/_versions",
+            timestamp_millis=int(entry["timestamp"].timestamp() * 1000),
+        )
+        for entry in newest
+    ]
 
 
 def _totals(dataset: lance.LanceDataset, version: int) -> tuple[int | None, int | None]:

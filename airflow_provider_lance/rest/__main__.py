@@ -1,5 +1,6 @@
 """``lance-namespace-server`` (also ``python -m airflow_provider_lance.rest``): the Lance REST Namespace server
-over the provider's engine.
+over the provider's engine, or over any ``lance_namespace.LanceNamespace`` named by ``--impl`` (an adapter, as
+the reference ``lance.namespace.RestAdapter``).
 
 Properties come from ``--root``, repeated ``--property KEY=VALUE``, ``--properties-file`` (JSON, for
 credentials: argv is visible to every user of the machine) and the ``LANCE_NAMESPACE_PROPERTIES`` environment
@@ -26,6 +27,7 @@ import uvicorn
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
+from airflow_provider_lance.implementations import ENGINE_IMPL, connect
 from airflow_provider_lance.rest.app import ServerSettings, create_app
 from airflow_provider_lance.rest.principals import PrincipalStore
 
@@ -38,6 +40,13 @@ log = logging.getLogger("airflow_provider_lance.rest")
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lance-namespace-server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", help="the catalog root (a path or URI such as s3://bucket/catalog)")
+    parser.add_argument(
+        "--impl",
+        default="",
+        metavar="NAME_OR_CLASS_PATH",
+        help="serve another implementation: dir (pylance's), glue, hive3, unity, ... or a class path "
+        "(default: the provider's engine)",
+    )
     parser.add_argument(
         "--property",
         action="append",
@@ -84,7 +93,7 @@ def _properties(args: argparse.Namespace) -> dict[str, str]:
         properties[key] = value
     if args.root:
         properties["root"] = args.root
-    if "root" not in properties:
+    if "root" not in properties and args.impl in ("", "dir", ENGINE_IMPL):
         raise SystemExit("lance-namespace-server needs --root (or a 'root' property)")
     return properties
 
@@ -97,6 +106,19 @@ def _json_object(text: str, source: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise SystemExit(f"{source} must hold a JSON object")
     return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+
+
+def _check_impl(impl: str, properties: dict[str, str]) -> None:
+    """Build the implementation once before listening: a wrong name or property fails here, with its reason
+    (property values left out: they may be credentials), not in a worker after the start-up line."""
+    try:
+        connect(impl, properties)
+    except Exception as error:
+        message = str(error)
+        for value in properties.values():
+            if len(value) >= 4:
+                message = message.replace(value, "***")
+        raise SystemExit(f"Cannot serve --impl {impl}: {type(error).__name__}: {message}") from None
 
 
 def _is_loopback(host: str) -> bool:
@@ -115,13 +137,12 @@ def _configure_logging(level: str) -> None:
 
 def build_app() -> Starlette:
     """The app of one worker, from the configuration the parent put into the environment (uvicorn factory)."""
-    from airflow_provider_lance.namespace import DirectoryNamespace
     from airflow_provider_lance.rest.authorization import page_source
 
     config: dict[str, Any] = json.loads(os.environ[_APP_ENV])
     _configure_logging(config["log_level"])  # a spawned worker starts without it: no access or audit log
     properties: dict[str, str] = config["properties"]
-    namespace = DirectoryNamespace(**properties)
+    namespace = connect(config["impl"], properties)
     files = (config["principals_file"], config["token_file"])
     store = PrincipalStore(*files) if any(files) else None
     # every worker re-reads the principals on SIGHUP (the supervisor of several workers passes it on); without
@@ -132,8 +153,9 @@ def build_app() -> Starlette:
         max_body_bytes=config["max_body_bytes"],
         body_timeout=config["body_timeout"],
         threads=config["threads"],
-        # temporary, table-scoped credentials only (credential_vendor.*): main() refuses the namespace's own
-        vend_credentials=namespace.config.credential_vendor is not None,
+        # temporary, table-scoped credentials only (credential_vendor.*, the engine's): main() refuses the
+        # namespace's own; another implementation's storage options lose their secrets (responses.py)
+        vend_credentials=getattr(getattr(namespace, "config", None), "credential_vendor", None) is not None,
     )
     page_app = None
     if config["page"]:
@@ -188,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if bool(args.tls_certfile) != bool(args.tls_keyfile):
         raise SystemExit("--tls-certfile and --tls-keyfile go together")
     config = {
+        "impl": args.impl,
         "properties": properties,
         "log_level": args.log_level,
         "principals_file": files[0],
@@ -197,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "threads": args.threads,
         "page": not args.no_page,
     }
+    if args.impl:
+        _check_impl(args.impl, config["properties"])
     os.environ[_APP_ENV] = json.dumps(config)
     if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lance-rest-metrics-")

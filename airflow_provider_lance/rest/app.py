@@ -106,22 +106,21 @@ class NamespaceService:
         page_app: ASGIApp | None = None,
     ) -> None:
         self.namespace = namespace
+        # who may call what; every call then goes through the implementation's NamespaceCalls (how it wants its
+        # requests and what its errors mean: any LanceNamespace is served)
+        self.authorizer = Authorizer(namespace)
+        self.calls = self.authorizer.calls
         self.settings = settings
         self.metrics = metrics
         self.page_app = page_app
         # A shared queue: a worker that finishes takes the next call without sleeping in between, so under
         # load a call costs a fraction of the thread hand-offs of anyio's per-call worker threads.
-        self.authorizer = Authorizer(namespace)
         self.executor = ThreadPoolExecutor(max_workers=settings.threads, thread_name_prefix="lance-rest")
         # our engine takes concurrent declares as one call (their rows in one commit, on one thread)
         declare_tables = getattr(namespace, "declare_tables", None)
         self.declares = _DeclareBatches(self, declare_tables) if declare_tables is not None else None
         #: the operation ids this namespace implements (its class overrides the base's "Not supported")
-        self.operations = sorted(
-            route.operation_id
-            for route in ROUTES
-            if getattr(type(namespace), route.operation, None) is not getattr(LanceNamespace, route.operation)
-        )
+        self.operations = sorted(route.operation_id for route in ROUTES if self.calls.implements(route.operation))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -232,7 +231,7 @@ class NamespaceService:
                 problem = catalog.storage.check_root(probe_write=False)
                 if problem:
                     return problem
-            self.namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1))
+            self.calls.call("list_namespaces", ListNamespacesRequest(id=[], limit=1))
             return None
 
         try:

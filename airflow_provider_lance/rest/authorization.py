@@ -34,6 +34,7 @@ from lance_namespace import (
 )
 from starlette.requests import Request
 
+from airflow_provider_lance.implementations import NamespaceCalls
 from airflow_provider_lance.namespace.credentials import PERMISSION_CONTEXT_KEY
 from airflow_provider_lance.namespace.identifiers import DELIMITER, paginate
 from airflow_provider_lance.rest.authentication import principal_of
@@ -189,7 +190,7 @@ class Authorizer:
     """
 
     def __init__(self, namespace: LanceNamespace) -> None:
-        self.namespace = namespace
+        self.calls = NamespaceCalls(namespace)
         self._listings: dict[str, Callable[[Any, tuple[str, ...], list[tuple[str, ...]]], Any]] = {
             "list_namespaces": self._namespaces_on_the_path,
             "list_tables": self._tables_on_the_path,
@@ -237,7 +238,7 @@ class Authorizer:
             namespace_id = _id(request)
             if principal.level_on(namespace_id) is None:
                 return listing(request, namespace_id, principal.grants_below(namespace_id))
-        return getattr(self.namespace, operation)(request, *data)
+        return self.calls.call(operation, request, *data)
 
     def call(self, principal: Principal | None, operation: str, request: Any, *data: Any) -> Any:
         """:meth:`admit`, then :meth:`execute`."""
@@ -252,7 +253,7 @@ class Authorizer:
 
     def _namespaces_on_the_path(self, request: Any, namespace_id: tuple[str, ...], below: list[tuple[str, ...]]) -> Any:
         children = {prefix[len(namespace_id)] for prefix in below}
-        exists = self.namespace.namespace_exists
+        exists = functools.partial(self.calls.call, "namespace_exists")
         found = [c for c in children if _exists(exists, NamespaceExistsRequest(id=[*namespace_id, c]))]
         if not found and namespace_id:
             exists(NamespaceExistsRequest(id=list(namespace_id)))  # NamespaceNotFound for a path that is not there
@@ -264,7 +265,7 @@ class Authorizer:
         names = {prefix[-1] for prefix in below if len(prefix) == size}  # a longer grant covers no table here
         found = [name for name in names if self._table_visible([*namespace_id, name], request.include_declared)]
         if not found and namespace_id:
-            self.namespace.namespace_exists(NamespaceExistsRequest(id=list(namespace_id)))
+            self.calls.call("namespace_exists", NamespaceExistsRequest(id=list(namespace_id)))
         page, token = paginate(found, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
 
@@ -284,7 +285,7 @@ class Authorizer:
         while True:
             try:
                 listing = ListTablesRequest(id=list(namespace_id), page_token=token, include_declared=declared)
-                response = self.namespace.list_all_tables(listing)
+                response = self.calls.call("list_all_tables", listing)
             except NamespaceNotFoundError:
                 return
             yield from response.tables or ()
@@ -293,10 +294,10 @@ class Authorizer:
             token = response.page_token
 
     def _table_visible(self, table_id: list[str], include_declared: bool | None) -> bool:
-        if not _exists(self.namespace.table_exists, TableExistsRequest(id=table_id)):
+        if not _exists(functools.partial(self.calls.call, "table_exists"), TableExistsRequest(id=table_id)):
             return False
         if include_declared is False:  # a table only declared has no version yet
-            return self.namespace.describe_table(DescribeTableRequest(id=table_id)).version is not None
+            return self.calls.call("describe_table", DescribeTableRequest(id=table_id)).version is not None
         return True
 
 

@@ -41,8 +41,6 @@ def exception_response(error: BaseException, operation: str, request_id: str) ->
     a generic internal error (traceback in the server log only) for anything else."""
     if isinstance(error, LanceNamespaceError):
         return error_response(error.code, str(error))
-    if isinstance(error, NotImplementedError):  # pylance's implementations say "not supported" this way
-        return error_response(ErrorCode.UNSUPPORTED, f"{operation} is not supported by this namespace")
     log.error("%s failed (request %s)", operation, request_id, exc_info=error)
     return error_response(ErrorCode.INTERNAL, f"Internal error in {operation}; request id {request_id}")
 

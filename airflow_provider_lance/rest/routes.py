@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import enum
 import re
-import typing
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import pydantic
-from lance_namespace import LanceNamespace
+
+from airflow_provider_lance.implementations import request_model
 
 
 class Body(enum.Enum):
@@ -46,7 +46,7 @@ class Route:
     @cached_property
     def request_model(self) -> type[pydantic.BaseModel]:
         """The request model ``LanceNamespace`` declares for the operation."""
-        return typing.get_type_hints(getattr(LanceNamespace, self.operation))["request"]
+        return request_model(self.operation)
 
     @cached_property
     def operation_id(self) -> str:

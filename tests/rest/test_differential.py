@@ -72,16 +72,31 @@ def _outcome(response: httpx.Response) -> tuple[int, int | None]:
     return response.status_code, code
 
 
-def _run(url: str) -> list[tuple[int, int | None]]:
+def run_requests(url: str, requests: list[tuple[str, str, Any]]) -> list[tuple[int, int | None]]:
+    """Send ``requests`` in order (bytes bodies as they are, others as JSON); each status and error code."""
     outcomes = []
     with httpx.Client(base_url=url, timeout=30) as client:
-        for method, path, body in REQUESTS:
+        for method, path, body in requests:
             if isinstance(body, bytes):
                 response = client.request(method, path, content=body, headers={"content-type": "application/json"})
             else:
                 response = client.request(method, path, json=body)
             outcomes.append(_outcome(response))
     return outcomes
+
+
+def compare(
+    requests: list[tuple[str, str, Any]], ours_url: str, reference_url: str
+) -> tuple[list[tuple[Any, ...]], list[tuple[int, int | None]]]:
+    """The requests ours and the reference answer differently (status or code), and our outcomes."""
+    ours, reference = run_requests(ours_url, requests), run_requests(reference_url, requests)
+    differences = [
+        (method, path, body, mine, theirs)
+        for (method, path, body), mine, theirs in zip(requests, ours, reference, strict=True)
+        # the reference answers an unknown route and a wrong method without a body; ours with the protocol's
+        if (mine if theirs[1] is not None or mine[0] not in (404, 405) else (mine[0], None)) != theirs
+    ]
+    return differences, ours
 
 
 @pytest.fixture
@@ -96,13 +111,7 @@ def both(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 def test_same_status_and_error_code_as_the_reference(both: tuple[str, str]) -> None:
-    ours, reference = _run(both[0]), _run(both[1])
-    differences = [
-        (method, path, body, mine, theirs)
-        for (method, path, body), mine, theirs in zip(REQUESTS, ours, reference, strict=True)
-        # the reference answers an unknown route and a wrong method without a body; ours with the protocol's
-        if (mine if theirs[1] is not None or mine[0] not in (404, 405) else (mine[0], None)) != theirs
-    ]
+    differences, ours = compare(REQUESTS, *both)
     assert differences == []
     assert {status for status, _ in ours} >= {200, 400, 404, 405, 409}
 

@@ -21,7 +21,7 @@ CLIENTS, OWN_TABLES, CONTESTED = 8, 6, 4
 
 @pytest.fixture(params=["local", "s3"])
 def properties(request: pytest.FixtureRequest, root: Path) -> dict[str, str]:
-    if request.param == "s3":  # the server refuses to hand out its own keys (credential_vending_enabled)
+    if request.param == "s3":  # catalog writes only: no credentials to vend (the command refuses the server's own)
         return {k: v for k, v in request.getfixturevalue("s3_props").items() if k != "credential_vending_enabled"}
     return {"root": str(root)}
 

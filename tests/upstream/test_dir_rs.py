@@ -55,6 +55,19 @@ def test_create_table_with_invalid_id(impl: LanceNamespace) -> None:
     assert create_table(impl, ["test_namespace", "table"], rows()).location
 
 
+def test_create_table_with_wrong_location(impl: LanceNamespace, root: Path) -> None:
+    """Ports test_create_table_with_wrong_location (lancedb/lance, rust/lance-namespace-impls/src/dir.rs). In
+    lance-namespace 0.13 ``CreateTableRequest`` has no ``location`` (pydantic drops it): the operation that
+    takes a new table's location is DeclareTable, which both implementations answer with where the table
+    must be."""
+    request = ln.DeclareTableRequest(id=["test_table"], location="/wrong/path/table.lance")
+    with pytest.raises(ln.InvalidInputError, match="must be at location") as raised:
+        impl.declare_table(request)
+    assert "test_table.lance" in str(raised.value)
+    assert not table_exists(impl, ["test_table"])
+    assert [path.name for path in root.iterdir() if path.name != "__manifest"] == []
+
+
 def test_list_tables(impl: LanceNamespace) -> None:
     """Ports test_list_tables (lancedb/lance, rust/lance-namespace-impls/src/dir.rs)."""
     assert tables_of(impl, []) == []
