@@ -9,9 +9,12 @@ import lance_namespace as ln
 #: An engine object id: parts joined by ``$`` (``demo$users``, ``demo$users$4`` for a version row).
 _OBJECT_ID = re.compile(r"(?<![\w$])([\w.-]+(?:\$[\w.-]+)+)(?![\w$])")
 
-#: Errors that a retry of the same task cannot fix: the input or the catalog's state must change first.
+#: Errors that a retry of the same task cannot fix: the input, the catalog's state or the principal's grants
+#: (and credentials) must change first.
 PERMANENT_ERRORS: tuple[type[Exception], ...] = (
     ln.ConcurrentModificationError,
+    ln.PermissionDeniedError,
+    ln.UnauthenticatedError,
     ln.InvalidInputError,
     ln.TableAlreadyExistsError,
     ln.NamespaceNotFoundError,
