@@ -96,12 +96,20 @@ class ServerProcess:
     def terminate(self, timeout: float = 60) -> int:
         """SIGTERM the server (graceful: in-flight requests finish) and wait for it."""
         os.killpg(self.process.pid, signal.SIGTERM)
-        return self.process.wait(timeout)
+        return self._closed(self.process.wait(timeout))
 
     def kill(self) -> None:
         """SIGKILL the server and its workers at once."""
         os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(30)
+        self._closed(self.process.wait(30))
+
+    def _closed(self, code: int) -> int:
+        """Close the pipes of the exited server (the stderr drain ends with its workers' last write)."""
+        self._drain.join(30)
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
+        return code
 
     def __enter__(self) -> ServerProcess:
         return self
