@@ -20,12 +20,14 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
+from uvicorn.supervisors.multiprocess import Process
 
 from airflow_provider_lance.implementations import ENGINE_IMPL, connect
 from airflow_provider_lance.rest.app import ServerSettings, create_app
@@ -171,7 +173,31 @@ def build_app() -> Starlette:
 
 class _Supervisor(Multiprocess):
     """uvicorn's supervisor of several workers, except that SIGHUP reaches every worker (each re-reads the
-    principals in place) instead of replacing them all."""
+    principals in place) instead of replacing them all, and that a worker's health check notices a signal or
+    the worker's exit within a second."""
+
+    def keep_subprocess_alive(self) -> None:
+        """uvicorn's check, after waiting for each worker's answer in 1 s steps. uvicorn's own ping waits the
+        whole health-check timeout (60 s here, for workers still importing on a loaded machine): a worker that
+        dies meanwhile (a SIGTERM to the process group while it imports) or a SIGTERM to this supervisor went
+        unnoticed that long, and a server stopped during its start took a minute to exit."""
+        for process in self.processes:
+            self._await_answer(process)
+            if self.signal_queue:
+                return  # the main loop handles the signal first (on SIGTERM nothing is restarted)
+        super().keep_subprocess_alive()
+
+    def _await_answer(self, process: Process) -> None:
+        """Ping ``process`` once and wait until it answers, exits, a signal arrives or the timeout passes."""
+        deadline = time.monotonic() + self.config.timeout_worker_healthcheck
+        try:
+            process.parent_conn.send(b"ping")
+            while not process.parent_conn.poll(1):
+                if process.exitcode is not None or self.signal_queue or time.monotonic() >= deadline:
+                    return
+            process.parent_conn.recv()
+        except (OSError, EOFError):
+            return  # the worker is gone: uvicorn's check restarts it
 
     def handle_hup(self) -> None:
         for process in self.processes:
