@@ -29,6 +29,7 @@ import itertools
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -50,10 +51,36 @@ _TAIL_LISTINGS = 8
 # Ids a listing walk reads at a time, at first (doubled on each read, so a long page costs few reads).
 _FIRST_WINDOW = 64
 _LAST_WINDOW = 4096
+# Tables whose version lines an index keeps (describes, pokes and commits of the same tables between commits).
+_VERSION_LINES = 1024
+# A ``table_version`` row still pointing at a staged manifest (``<final name>-<suffix>``, the last path part of
+# its ``manifest_path``, then the closing quote of the JSON string): a candidate that the reader checks exactly.
+_STAGED_PATH = r'\.manifest-[^/]*"'
 # The byte after the delimiter: ``<id>$...`` sorts before ``<id>%``.
 _AFTER_DELIMITER = chr(ord(DELIMITER) + 1)
 # Object types as one byte in the base (any other type is null: never asked for by type).
 _TYPES = pa.array([NAMESPACE, TABLE, TABLE_VERSION], pa.string())
+
+
+@dataclass(frozen=True)
+class VersionLine:
+    """The ``table_version`` rows of one table in one index: version number → (object id, metadata JSON).
+
+    :param rows: the rows by version number.
+    :param staged: the versions whose row may still point at a staged manifest (a superset: exact check by
+        the caller), ascending.
+    """
+
+    rows: dict[int, tuple[str, str | None]]
+    staged: tuple[int, ...] = ()
+
+    @property
+    def latest(self) -> int:
+        """The highest version with a row (0 when none)."""
+        return max(self.rows, default=0)
+
+
+NO_VERSIONS = VersionLine({})
 
 
 class _SortedIds:
@@ -110,6 +137,9 @@ class RowIndex:
         # (prefix, type) -> the tail's child names sorted, as UTF-8 keys and as names: an index never changes,
         # so every page of every listing of a namespace sorts its tail once, not once a call
         self._tail_children: dict[tuple[str, str], tuple[list[bytes], list[str]]] = {}
+        # table object id -> its version line: every describe, poke and commit of a table between two commits
+        # reads its rows once (an index never changes)
+        self._version_lines: dict[str, VersionLine] = {}
 
     @classmethod
     def of(cls, table: pa.Table) -> RowIndex:
@@ -217,6 +247,41 @@ class RowIndex:
             for parent, row in zip(parent_ids.filter(mask).to_pylist(), tail.filter(mask).to_pylist(), strict=True):
                 found[parent].append(row)
         return found
+
+    def version_line(self, table_oid: str) -> VersionLine:
+        """The table's ``table_version`` rows (``<table>$<number>``): one range of the sorted base (its ids
+        read in order, no gather of ids) and one filter of the tail, once per index and table."""
+        line = self._version_lines.get(table_oid)
+        if line is None:
+            line = self._read_version_line(table_oid)
+            if len(self._version_lines) >= _VERSION_LINES:
+                self._version_lines.clear()  # threads may race here: at worst a line is read again
+            self._version_lines[table_oid] = line
+        return line
+
+    def _read_version_line(self, table_oid: str) -> VersionLine:
+        prefix = table_oid + DELIMITER
+        parts: list[tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray]] = []
+        start, stop = self._range(prefix)
+        if stop > start:
+            typed = pc.equal(self._types.slice(start, stop - start), _code(TABLE_VERSION))
+            positions = self._order.slice(start, stop - start).filter(typed)
+            metadata = _gather(self.table.select(["metadata"]), positions)["metadata"]
+            parts.append((self._ids.slice(start, stop - start).filter(typed), metadata))
+        tail = self._tail_descendants(prefix, TABLE_VERSION)
+        if tail.num_rows:
+            parts.append((tail["object_id"], tail["metadata"]))
+        rows: dict[int, tuple[str, str | None]] = {}
+        staged = []
+        for oids, metadata in parts:
+            pending = pc.match_substring_regex(metadata, _STAGED_PATH).to_pylist()
+            for oid, meta, maybe_staged in zip(oids.to_pylist(), metadata.to_pylist(), pending, strict=True):
+                number = oid[len(prefix) :]
+                if number.isdigit():  # a version row of this table, not a deeper id
+                    rows[int(number)] = (oid, meta)
+                    if maybe_staged is not False:  # a row without metadata too: the reader rejects it
+                        staged.append(int(number))
+        return VersionLine(rows, tuple(sorted(staged))) if rows else NO_VERSIONS
 
     def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
         """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the

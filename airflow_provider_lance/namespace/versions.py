@@ -9,8 +9,11 @@ row) before answering. The writer side is in commit.py.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lance_namespace import (
@@ -31,6 +34,8 @@ from lance_namespace import (
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow
+from airflow_provider_lance.namespace.row_index import NO_VERSIONS, VersionLine
+from airflow_provider_lance.namespace.storage import FileInfo
 
 MAIN_BRANCH = "main"
 MAX_VERSIONS_PER_DELETE = 1_000_000
@@ -69,32 +74,38 @@ def version_files(catalog: Catalog, table: Table) -> dict[int, TableVersion]:
     found: dict[int, TableVersion] = {}
     for name, info in catalog.storage.list_dir(ids.versions_dir(table.location)).items():
         parsed = ids.parse_manifest_name(name)
-        if parsed is None or info is None:
-            continue
-        found[parsed[0]] = TableVersion(
-            version=parsed[0],
-            manifest_path=catalog.storage.object_path(f"{ids.versions_dir(table.location)}/{name}"),
-            manifest_size=info.size,
-            e_tag=info.e_tag,
-            timestamp_millis=info.timestamp_millis,
-        )
+        if parsed is not None and info is not None:
+            found[parsed[0]] = _file_version(catalog, parsed[0], f"{ids.versions_dir(table.location)}/{name}", info)
     return found
+
+
+def _file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> TableVersion:
+    return TableVersion(
+        version=version,
+        manifest_path=catalog.storage.object_path(key),
+        manifest_size=info.size,
+        e_tag=info.e_tag,
+        timestamp_millis=info.timestamp_millis,
+    )
+
+
+def version_line(catalog: Catalog, table: Table) -> VersionLine:
+    """The table's ``table_version`` rows in the operation's snapshot (found by id in the index, read once
+    per ``__manifest`` version and table; no Lance scan)."""
+    return catalog.manifest.version_line(table.object_id) if catalog.config.manifest_enabled else NO_VERSIONS
 
 
 def version_rows(catalog: Catalog, tables: Sequence[Table]) -> list[dict[int, ManifestRow]]:
-    """Each table's ``table_version`` rows by version, from the manifest's cached rows of the operation's
-    version (one in-memory pass for all tables; no Lance scan)."""
-    oids = [table.object_id for table in tables]
-    by_parent = catalog.manifest.children_of(oids, TABLE_VERSION)
-    found: list[dict[int, ManifestRow]] = []
-    for oid in oids:
-        rows = {}
-        for row in by_parent[oid]:
-            suffix = row.object_id[len(oid) + len(ids.DELIMITER) :]
-            if suffix.isdigit():
-                rows[int(suffix)] = row
-        found.append(rows)
-    return found
+    """Each table's ``table_version`` rows by version."""
+    return [
+        {version: _row(line, version) for version in line.rows}
+        for line in (version_line(catalog, table) for table in tables)
+    ]
+
+
+def _row(line: VersionLine, version: int) -> ManifestRow:
+    oid, meta = line.rows[version]
+    return ManifestRow(oid, TABLE_VERSION, None, json.loads(meta) if meta else None)
 
 
 def naming_scheme(names: Collection[str]) -> str | None:
@@ -107,29 +118,72 @@ def has_manifests(catalog: Catalog, table: Table) -> bool:
     return naming_scheme(version_names(catalog, table)) is not None
 
 
+@dataclass(frozen=True)
+class KnownVersions:
+    """Every version of a table, by number, from one names-only listing of ``_versions/`` and (managed) its
+    rows, which win; a version is described only when asked for (:meth:`describe`)."""
+
+    catalog: Catalog
+    table: Table
+    files: dict[int, str]  # version -> final manifest name in ``_versions/``
+    line: VersionLine
+
+    @property
+    def numbers(self) -> set[int]:
+        return set(self.files) | set(self.line.rows)
+
+    @property
+    def latest(self) -> int | None:
+        return max(max(self.files, default=0), self.line.latest) or None
+
+    def describe(self, numbers: Sequence[int]) -> list[TableVersion]:
+        """These versions (all known): a row's from its metadata, a file's from its listing (one head
+        request for one file, one detailed listing for several)."""
+        unrowed = [number for number in numbers if number not in self.line.rows]
+        infos: dict[int, TableVersion] = {}
+        if len(unrowed) == 1:
+            key = f"{ids.versions_dir(self.table.location)}/{self.files[unrowed[0]]}"
+            with contextlib.suppress(FileNotFoundError):  # removed since the listing: not found below
+                infos[unrowed[0]] = _file_version(self.catalog, unrowed[0], key, self.catalog.storage.info(key))
+        elif unrowed:
+            infos = version_files(self.catalog, self.table)
+        if any(number not in infos for number in unrowed):
+            raise TableVersionNotFoundError(f"Table versions of '{self.table.object_id}' removed concurrently")
+        return [
+            infos[number]
+            if number in infos
+            else table_version_from(number, finish(self.catalog, self.table, number, _row(self.line, number)))
+            for number in numbers
+        ]
+
+
+def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersions:
+    """The table's versions (:class:`KnownVersions`), any commit that stopped after its row finished first."""
+    files = {parsed[0]: name for name in version_names(catalog, table) if (parsed := ids.parse_manifest_name(name))}
+    if managed:
+        finish_pending(catalog, table)
+    return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS)
+
+
 def all_versions(catalog: Catalog, table: Table, managed: bool) -> dict[int, TableVersion]:
     """Every version: final files, and with management the rows (which win, after finishing them)."""
-    versions = version_files(catalog, table)
-    if managed:
-        for version, row in version_rows(catalog, [table])[0].items():
-            versions[version] = table_version_from(version, finish(catalog, table, version, row))
-    return versions
+    known = known_versions(catalog, table, managed)
+    numbers = sorted(known.numbers)
+    return dict(zip(numbers, known.describe(numbers), strict=True))
 
 
 def latest_version(catalog: Catalog, table: Table, managed: bool = True) -> TableVersion | None:
-    versions = all_versions(catalog, table, managed)
-    return versions[max(versions)] if versions else None
+    known = known_versions(catalog, table, managed)
+    return known.describe([known.latest])[0] if known.latest else None
 
 
-def latest_number(catalog: Catalog, table: Table, names: Collection[str], rows: dict[int, ManifestRow]) -> int:
+def latest_number(catalog: Catalog, table: Table, names: Collection[str], line: VersionLine) -> int:
     """The latest version number (0 if none) from the ``_versions/`` names and the table's rows, after
-    finishing any row still pointing at a staged manifest (as :func:`latest_version` does, without the
-    per-file details that only a description needs)."""
+    finishing any row still pointing at a staged manifest."""
     versions = {parsed[0] for name in names if (parsed := ids.parse_manifest_name(name))}
-    for version, row in rows.items():
-        finish(catalog, table, version, row)
-        versions.add(version)
-    return max(versions, default=0)
+    for version in line.staged:
+        finish(catalog, table, version, _row(line, version))
+    return max(max(versions, default=0), line.latest)
 
 
 # -- seed 003 "External Store Reader": finish a commit that stopped after the row ----------------------------
@@ -148,12 +202,14 @@ def finish(catalog: Catalog, table: Table, version: int, row: ManifestRow) -> di
 
 
 def finish_pending(catalog: Catalog, table: Table) -> None:
-    """Finish every commit of the table that stopped after its row (an in-memory check of the cached rows;
-    storage requests only for a pending one). Called by every engine read, list and commit that touches the
-    table, so that path-based readers see a committed version as soon as any engine call touches it."""
+    """Finish every commit of the table that stopped after its row (an in-memory check of the table's rows
+    in the index; storage requests only for a pending one). Called by every engine read, list and commit that
+    touches the table, so that path-based readers see a committed version as soon as any engine call touches
+    it."""
     if catalog.managed():
-        for version, row in version_rows(catalog, [table])[0].items():
-            finish(catalog, table, version, row)
+        line = version_line(catalog, table)
+        for version in line.staged:
+            finish(catalog, table, version, _row(line, version))
 
 
 def finish_all_pending(catalog: Catalog) -> list[tuple[list[str], int]]:
@@ -218,8 +274,8 @@ def list_table_versions(catalog: Catalog, request: ListTableVersionsRequest) -> 
         raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
     if page_token is not None and not (page_token.isascii() and page_token.isdigit()):
         raise InvalidInputError(f"Invalid page_token {page_token!r}: expected a version number")
-    versions = all_versions(catalog, table, managed)
-    ordered = sorted(versions, reverse=descending)
+    known = known_versions(catalog, table, managed)
+    ordered = sorted(known.numbers, reverse=descending)
     if page_token is not None:
         after = int(page_token)
         ordered = [v for v in ordered if (v < after if descending else v > after)]
@@ -227,7 +283,7 @@ def list_table_versions(catalog: Catalog, request: ListTableVersionsRequest) -> 
     if limit is not None and len(ordered) > limit:
         ordered = ordered[:limit]
         token = str(ordered[-1]) if ordered else None
-    return ListTableVersionsResponse(versions=[versions[v] for v in ordered], page_token=token)
+    return ListTableVersionsResponse(versions=known.describe(ordered), page_token=token)
 
 
 def describe_table_version(catalog: Catalog, request: DescribeTableVersionRequest) -> DescribeTableVersionResponse:
@@ -241,17 +297,16 @@ def describe(catalog: Catalog, table: Table, version: int | None, managed: bool)
     if version is not None:
         ids.check_version(version)
     if managed and version is not None:
-        row = catalog.manifest.get(ids.version_object_id(table.parts, version))
-        if row is not None:
-            return table_version_from(version, finish(catalog, table, version, row))
-    versions = all_versions(catalog, table, managed) if version is None or managed else version_files(catalog, table)
-    if version is None:
-        if not versions:
-            raise TableVersionNotFoundError(f"Table '{table.object_id}' has no versions")
-        return versions[max(versions)]
-    if version not in versions:
+        line = version_line(catalog, table)
+        if version in line.rows:
+            return table_version_from(version, finish(catalog, table, version, _row(line, version)))
+    known = known_versions(catalog, table, managed)
+    number = known.latest if version is None else version
+    if number is None:
+        raise TableVersionNotFoundError(f"Table '{table.object_id}' has no versions")
+    if number not in known.numbers:
         raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
-    return versions[version]
+    return known.describe([number])[0]
 
 
 # -- BatchDeleteTableVersions ------------------------------------------------------------------------------
@@ -263,7 +318,7 @@ def batch_delete_table_versions(
     table, managed = locate_line(catalog, request.id, request.branch, writing=True)
     names = version_names(catalog, table)
     files = {parsed[0] for name in names if (parsed := ids.parse_manifest_name(name))}
-    rows = version_rows(catalog, [table])[0] if managed else {}
+    rows = version_line(catalog, table).rows if managed else {}
     targets = versions_in_ranges(request, table, files | set(rows))
     scheme = naming_scheme(names) or ids.V2
     for version in targets:
