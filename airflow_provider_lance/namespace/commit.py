@@ -43,6 +43,7 @@ from airflow_provider_lance.namespace.versions import (
     locate_line,
     manifests_differ,
     naming_scheme,
+    repoint,
     table_version_from,
     version_files,
     version_line,
@@ -270,7 +271,7 @@ def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[Ma
     ]
     if finalized:
         try:
-            catalog.manifest.upsert(finalized)
+            repoint(catalog, finalized)
         except Exception as error:
             if not is_transient_error(error):
                 raise

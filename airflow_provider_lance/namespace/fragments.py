@@ -42,13 +42,60 @@ def commit_append(
 ) -> lance.LanceDataset:
     """Commit ``fragments`` after every fragment of ``dataset``'s version as exactly the next version; raises
     pylance's commit conflict when another writer committed anything since."""
-    first_id = max_fragment_id(dataset) + 1
-    for offset, fragment in enumerate(fragments):
-        fragment.id = first_id + offset
+    _number(dataset, fragments)
     existing = [fragment.metadata for fragment in dataset.get_fragments()]
     return lance.LanceDataset.commit(
         dataset,
         lance.LanceOperation.Merge(existing + fragments, dataset.schema),
+        read_version=dataset.version,
+        max_retries=0,
+        storage_options=storage_options,
+    )
+
+
+def _number(dataset: lance.LanceDataset, fragments: list[FragmentMetadata]) -> None:
+    """Give new fragments the ids after every id the table ever used."""
+    first_id = max_fragment_id(dataset) + 1
+    for offset, fragment in enumerate(fragments):
+        fragment.id = first_id + offset
+
+
+def small_fragments_holding(
+    dataset: lance.LanceDataset, object_ids: set[str], max_rows: int
+) -> tuple[list[int], pa.Table] | None:
+    """The newest fragments that hold every row of ``object_ids``, when each has at most ``max_rows`` rows:
+    their ids and their other rows (what a rewrite of them keeps). None when a row is not among them (an
+    older, larger fragment holds it)."""
+    missing, removed, kept = set(object_ids), [], []
+    for fragment in reversed(dataset.get_fragments()):
+        if not missing:
+            break
+        if fragment.metadata.num_rows > max_rows:
+            return None
+        rows = fragment.to_table()
+        ids = rows["object_id"].to_pylist()
+        if missing.isdisjoint(ids):
+            continue
+        removed.append(fragment.fragment_id)
+        kept.append(rows.filter([oid not in object_ids for oid in ids]))
+        missing.difference_update(ids)
+    if missing:
+        return None
+    return removed, pa.concat_tables(kept) if kept else dataset.schema.empty_table()
+
+
+def commit_update(
+    dataset: lance.LanceDataset,
+    removed: list[int],
+    fragments: list[FragmentMetadata],
+    storage_options: dict[str, str] | None,
+) -> lance.LanceDataset:
+    """Replace the fragments ``removed`` by ``fragments`` as exactly the next version: a Lance *Update* with no
+    retries, which fails on a concurrent change of the table (the caller retries on the new version)."""
+    _number(dataset, fragments)
+    return lance.LanceDataset.commit(
+        dataset,
+        lance.LanceOperation.Update(removed_fragment_ids=removed, new_fragments=fragments),
         read_version=dataset.version,
         max_retries=0,
         storage_options=storage_options,
