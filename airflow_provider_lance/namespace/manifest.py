@@ -38,16 +38,18 @@ from airflow_provider_lance.namespace.group_commit import (
 from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
 from airflow_provider_lance.namespace.machine_turn import MachineTurn, catalog_key
 from airflow_provider_lance.namespace.manifest_rows import (
+    NO_VERSIONS,
     SCHEMA,
     TABLE,
     TABLE_VERSION,
     ManifestRow,
+    VersionLine,
     descendants,
     rows_table,
     sql_string,
     table_and_versions_filter,
 )
-from airflow_provider_lance.namespace.row_index import NO_VERSIONS, RowIndex, VersionLine
+from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
 from airflow_provider_lance.namespace.storage_errors import is_lost_response

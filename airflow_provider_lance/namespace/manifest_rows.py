@@ -54,6 +54,27 @@ class ManifestRow:
         return cls(row["object_id"], row["object_type"], row.get("location"), json.loads(raw) if raw else None)
 
 
+@dataclass(frozen=True)
+class VersionLine:
+    """The ``table_version`` rows of one table in one index: version number → (object id, metadata JSON).
+
+    :param rows: the rows by version number.
+    :param staged: the versions whose row may still point at a staged manifest (a superset: exact check by
+        the caller), ascending.
+    """
+
+    rows: dict[int, tuple[str, str | None]]
+    staged: tuple[int, ...] = ()
+
+    @property
+    def latest(self) -> int:
+        """The highest version with a row (0 when none)."""
+        return max(self.rows, default=0)
+
+
+NO_VERSIONS = VersionLine({})
+
+
 def sql_string(value: str) -> str:
     """A SQL string literal for a Lance filter."""
     return "'" + value.replace("'", "''") + "'"

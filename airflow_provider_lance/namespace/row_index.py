@@ -29,14 +29,13 @@ import itertools
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_lance.namespace.identifiers import DELIMITER
-from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION
+from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, NO_VERSIONS, TABLE, TABLE_VERSION, VersionLine
 
 # The longest tail merged at once: its scans cost microseconds, a merge one pass over the base.
 TAIL_ROWS = 4096
@@ -60,27 +59,6 @@ _STAGED_PATH = r'\.manifest-[^/]*"'
 _AFTER_DELIMITER = chr(ord(DELIMITER) + 1)
 # Object types as one byte in the base (any other type is null: never asked for by type).
 _TYPES = pa.array([NAMESPACE, TABLE, TABLE_VERSION], pa.string())
-
-
-@dataclass(frozen=True)
-class VersionLine:
-    """The ``table_version`` rows of one table in one index: version number → (object id, metadata JSON).
-
-    :param rows: the rows by version number.
-    :param staged: the versions whose row may still point at a staged manifest (a superset: exact check by
-        the caller), ascending.
-    """
-
-    rows: dict[int, tuple[str, str | None]]
-    staged: tuple[int, ...] = ()
-
-    @property
-    def latest(self) -> int:
-        """The highest version with a row (0 when none)."""
-        return max(self.rows, default=0)
-
-
-NO_VERSIONS = VersionLine({})
 
 
 class _SortedIds:

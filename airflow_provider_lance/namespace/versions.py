@@ -37,8 +37,14 @@ from lance_namespace import (
 from airflow_provider_lance.namespace import fragments
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
-from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow, rows_table
-from airflow_provider_lance.namespace.row_index import NO_VERSIONS, RowIndex, VersionLine
+from airflow_provider_lance.namespace.manifest_rows import (
+    NO_VERSIONS,
+    TABLE_VERSION,
+    ManifestRow,
+    VersionLine,
+    rows_table,
+)
+from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import FileInfo
 
