@@ -195,15 +195,17 @@ def _measure(servers: dict[str, _Server], clients: int, operation: str) -> dict[
     }
 
 
-def _servers_workload(servers: dict[str, _Server]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
-    """Declares, then reads, from 1, 8 and 32 clients against each server."""
+def servers_workload(
+    servers: dict[str, _Server], clients_counts: tuple[int, ...] = CLIENTS
+) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """Declares, then reads, from 1, 8 and 32 clients (``clients_counts``) against each server."""
     for server in servers.values():
         setup = _client(server.url)
         setup.create_namespace(ln.CreateNamespaceRequest(id=[_NS]))
         for i in range(TABLES):
             setup.declare_table(ln.DeclareTableRequest(id=[_NS, f"t{i}"]))
     results: dict[str, dict[str, dict[str, dict[str, float]]]] = {name: {} for name in servers}
-    for clients in CLIENTS:
+    for clients in clients_counts:
         for operation in OPERATIONS:
             for name, numbers in _measure(servers, clients, operation).items():
                 results[name].setdefault(str(clients), {})[operation] = numbers
@@ -326,7 +328,7 @@ def run() -> dict[str, Any]:
         for name in SERVERS:
             (work / name).mkdir()
         with ours({"root": str(work / "ours")}) as mine, reference({"root": str(work / "reference")}) as theirs:
-            results.update(_servers_workload({"ours": mine, "reference": theirs}))
+            results.update(servers_workload({"ours": mine, "reference": theirs}))
         results["direct_describe_p50_ms"] = _direct_describe_p50({"root": str(work / "ours")})
         results["reference_8_processes_declares_per_s"] = _reference_processes(work, 8, DECLARES)
         results["pokes"] = _pokes(work)
