@@ -17,6 +17,7 @@ import lance
 import pyarrow as pa
 from lance.fragment import FragmentMetadata, write_fragments
 
+from airflow_provider_lance.namespace.manifest_rows import sql_string
 from airflow_provider_lance.namespace.storage import Storage
 
 # Lance manifest protobuf (``lance.table.Manifest``): field 11 is ``max_fragment_id``, the highest fragment id
@@ -60,42 +61,57 @@ def _number(dataset: lance.LanceDataset, fragments: list[FragmentMetadata]) -> N
         fragment.id = first_id + offset
 
 
-def small_fragments_holding(
+def fragments_holding(
     dataset: lance.LanceDataset, object_ids: set[str], max_rows: int
-) -> tuple[list[int], pa.Table] | None:
-    """The newest fragments that hold every row of ``object_ids``, when each has at most ``max_rows`` rows:
-    their ids and their other rows (what a rewrite of them keeps). None when a row is not among them (an
-    older, larger fragment holds it)."""
-    missing, removed, kept = set(object_ids), [], []
+) -> tuple[list[int], list[FragmentMetadata], pa.Table] | None:
+    """How to take the rows of ``object_ids`` out of ``dataset``'s version, newest fragments first: a fragment of
+    at most ``max_rows`` rows is removed and its other rows kept (to be written again), a larger one gets a
+    deletion vector (written now, referenced once committed). (removed fragment ids, updated fragments, kept
+    rows); None when some row is in none of them."""
+    removed: list[int] = []
+    updated: list[FragmentMetadata] = []
+    kept: list[pa.Table] = []
+    predicate = "object_id IN (" + ", ".join(sql_string(oid) for oid in sorted(object_ids)) + ")"
+    remaining = len(object_ids)  # ids are unique in the table: once this many are found, all are
     for fragment in reversed(dataset.get_fragments()):
-        if not missing:
+        if not remaining:
             break
-        if fragment.metadata.num_rows > max_rows:
-            return None
-        rows = fragment.to_table()
-        ids = rows["object_id"].to_pylist()
-        if missing.isdisjoint(ids):
+        if fragment.metadata.physical_rows <= max_rows:
+            rows = fragment.to_table()
+            hits = [oid in object_ids for oid in rows["object_id"].to_pylist()]
+            if any(hits):
+                removed.append(fragment.fragment_id)
+                kept.append(rows.filter([not hit for hit in hits]))
+                remaining -= sum(hits)
             continue
-        removed.append(fragment.fragment_id)
-        kept.append(rows.filter([oid not in object_ids for oid in ids]))
-        missing.difference_update(ids)
-    if missing:
+        before = fragment.metadata.num_rows
+        after = fragment.delete(predicate)  # unchanged metadata when no row matches
+        if after is None:  # every row of it
+            removed.append(fragment.fragment_id)
+            remaining -= before
+        elif after.num_rows < before:
+            updated.append(after)
+            remaining -= before - after.num_rows
+    if remaining:
         return None
-    return removed, pa.concat_tables(kept) if kept else dataset.schema.empty_table()
+    return removed, updated, pa.concat_tables(kept) if kept else dataset.schema.empty_table()
 
 
 def commit_update(
     dataset: lance.LanceDataset,
     removed: list[int],
+    updated: list[FragmentMetadata],
     fragments: list[FragmentMetadata],
     storage_options: dict[str, str] | None,
 ) -> lance.LanceDataset:
-    """Replace the fragments ``removed`` by ``fragments`` as exactly the next version: a Lance *Update* with no
-    retries, which fails on a concurrent change of the table (the caller retries on the new version)."""
-    _number(dataset, fragments)
+    """Remove the fragments ``removed``, replace ``updated`` (new deletion vectors) and add ``fragments``: a Lance
+    *Update*. Lance rebases it over a concurrent commit it finds compatible (a plain append of other rows: the
+    rows it replaces exist, no duplicate check is at stake) and numbers the new fragments then; with no retries
+    it fails on a guarded append (:func:`commit_append`) or a change of these fragments, and the caller retries
+    on the new version."""
     return lance.LanceDataset.commit(
         dataset,
-        lance.LanceOperation.Update(removed_fragment_ids=removed, new_fragments=fragments),
+        lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=fragments),
         read_version=dataset.version,
         max_retries=0,
         storage_options=storage_options,

@@ -50,7 +50,8 @@ from airflow_provider_lance.namespace.storage import FileInfo
 
 MAIN_BRANCH = "main"
 MAX_VERSIONS_PER_DELETE = 1_000_000
-# The largest ``__manifest`` fragment that a repoint rewrites whole (a commit's own fragment holds its rows).
+# The largest ``__manifest`` fragment that a repoint rewrites whole (a commit point's own fragment holds its
+# rows); a larger one gets a deletion vector.
 SMALL_FRAGMENT_ROWS = 256
 
 
@@ -214,29 +215,29 @@ def finish(catalog: Catalog, table: Table, version: int, row: ManifestRow) -> di
     return meta
 
 
-class _NotInSmallFragments(Exception):
-    """The rows to repoint are not all in small fragments (see :func:`repoint`)."""
+class _RowsGone(Exception):
+    """A row to repoint is no longer in ``__manifest`` (see :func:`repoint`)."""
 
 
 def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
     """Step (4): replace committed ``table_version`` rows by ``rows`` (pointing at their final manifests) in
-    one ``__manifest`` commit. A row repointed right after its commit sits in the small fragment that commit
-    wrote: that fragment is rewritten with the row swapped, a Lance Update as cheap as an insert; rows in a
-    larger fragment (after a compaction) are replaced by the group commit's merge-insert, which joins against
-    every row (measured: 16-18 ms against 6-9 ms at 1,000 rows, docs/benchmarks.md "Table version
-    management")."""
+    one ``__manifest`` commit, a Lance Update: the small fragment a commit point wrote is rewritten with its
+    row swapped, a row in a larger fragment (merged by a compaction) gets a deletion vector and a new row; as
+    cheap as an insert, where pylance's merge-insert joins against every row (measured: 11-18 ms against
+    4-7 ms at 1,000 rows, docs/benchmarks.md "Table version management"). A row deleted meanwhile goes through
+    the merge-insert upsert, as before."""
     data = rows_table(rows)
     wanted = set(data["object_id"].to_pylist())
     options = catalog.storage.options or None
 
     def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-        found = fragments.small_fragments_holding(dataset, wanted, SMALL_FRAGMENT_ROWS)
-        if found is None or found[1].schema.names != data.schema.names:
-            raise _NotInSmallFragments
-        removed, kept = found
+        plan = fragments.fragments_holding(dataset, wanted, SMALL_FRAGMENT_ROWS)
+        if plan is None or plan[2].schema.names != data.schema.names:
+            raise _RowsGone
+        removed, updated, kept = plan
         written = fragments.write_rows(dataset, pa.concat_tables([kept, data.cast(kept.schema)]), options)
         try:
-            return fragments.commit_update(dataset, removed, written, options), None
+            return fragments.commit_update(dataset, removed, updated, written, options), None
         except BaseException:
             fragments.delete_files(catalog.storage, ids.MANIFEST_DIR, written)  # no version holds them
             raise
@@ -246,7 +247,7 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
 
     try:
         catalog.manifest.commit(write, change)
-    except _NotInSmallFragments:
+    except _RowsGone:
         catalog.manifest.upsert(rows)
 
 

@@ -418,14 +418,18 @@ def test_a_commit_through_the_namespace_is_the_row_then_one_rewrite_of_its_fragm
     assert versions(ns, table_id) == [1, 2, 3, 4]
 
 
-def test_rows_outside_small_fragments_are_repointed_by_merge_insert(root: Path, monkeypatch) -> None:
-    """A row whose fragment is too large to rewrite (a compaction merged it in) is repointed all the same."""
+def test_rows_in_large_fragments_are_repointed_with_a_deletion_vector(root: Path, monkeypatch) -> None:
+    """A row whose fragment is too large to rewrite (a compaction merged it in) is taken out of it (a deletion
+    vector, or the fragment removed when it held only that row) and written again: still one Lance Update."""
     from airflow_provider_lance.namespace import versions as versions_module
 
     monkeypatch.setattr(versions_module, "SMALL_FRAGMENT_ROWS", 0)
     ns, table_id = _table_with_versions(root, managed=True, count=3)
+    manifest = lance.dataset(str(root / "__manifest"))
+    assert type(manifest.read_transaction(manifest.version).operation).__name__ == "Update"
     assert versions(ns, table_id) == [1, 2, 3]
     assert all(".manifest-" not in meta["manifest_path"] for meta in version_rows(ns).values())
+    assert sorted(version_rows(ns)) == ["t$1", "t$2", "t$3"]  # each row once
     assert lance.dataset(str(location(ns, table_id))).version == 3
 
 
