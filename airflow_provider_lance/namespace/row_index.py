@@ -35,7 +35,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_lance.namespace.identifiers import DELIMITER
-from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, NO_VERSIONS, TABLE, TABLE_VERSION, VersionLine
+from airflow_provider_lance.namespace.manifest_rows import (
+    NAMESPACE,
+    NO_VERSIONS,
+    TABLE,
+    TABLE_VERSION,
+    VersionLine,
+    VersionRows,
+)
 
 # The longest tail merged at once: its scans cost microseconds, a merge one pass over the base.
 TAIL_ROWS = 4096
@@ -249,17 +256,25 @@ class RowIndex:
         tail = self._tail_descendants(prefix, TABLE_VERSION)
         if tail.num_rows:
             parts.append((tail["object_id"], tail["metadata"]))
-        rows: dict[int, tuple[str, str | None]] = {}
-        staged = []
-        for oids, metadata in parts:
-            pending = pc.match_substring_regex(metadata, _STAGED_PATH).to_pylist()
-            for oid, meta, maybe_staged in zip(oids.to_pylist(), metadata.to_pylist(), pending, strict=True):
-                number = oid[len(prefix) :]
-                if number.isdigit():  # a version row of this table, not a deeper id
-                    rows[int(number)] = (oid, meta)
-                    if maybe_staged is not False:  # a row without metadata too: the reader rejects it
-                        staged.append(int(number))
-        return VersionLine(rows, tuple(sorted(staged))) if rows else NO_VERSIONS
+        if not parts:
+            return NO_VERSIONS
+        oids, metadata = (pa.chunked_array([column for part in parts for column in _chunks(part[k])]) for k in (0, 1))
+        oids, metadata = _one_chunk(oids), _one_chunk(metadata)
+        numbers = pc.utf8_slice_codeunits(oids, len(prefix))
+        # a version row of this table (not a deeper id); up to 18 digits cast at once, longer ones one by one
+        digits = pc.match_substring_regex(numbers, "^[0-9]+$")
+        short = pc.and_(digits, pc.less_equal(pc.utf8_length(numbers), 18))
+        longer = pc.indices_nonzero(pc.and_(digits, pc.invert(short))).to_pylist()
+        positions = pc.indices_nonzero(short).to_pylist() + longer
+        versions = pc.cast(numbers.filter(short), pa.int64()).to_pylist() + [int(numbers[at].as_py()) for at in longer]
+        if not versions:
+            return NO_VERSIONS
+        by_number = dict(zip(versions, positions, strict=True))
+        # a row without metadata is a candidate too: the reader rejects it
+        candidates = pc.fill_null(pc.match_substring_regex(metadata, _STAGED_PATH), True)
+        staged = set(pc.indices_nonzero(candidates).to_pylist())
+        pending = sorted(number for number, at in by_number.items() if at in staged) if staged else []
+        return VersionLine(VersionRows(by_number, oids, metadata), tuple(pending), max(by_number))
 
     def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
         """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the
@@ -390,6 +405,10 @@ def _codes(types: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 def _one_chunk(array: pa.ChunkedArray) -> pa.Array:
     """The array of a chunked array (no copy when it has one chunk: ``combine_chunks`` copies even then)."""
     return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+
+
+def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
 
 
 def _int32s(buffer: pa.Buffer | None, offset: int, length: int) -> memoryview:
