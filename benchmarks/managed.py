@@ -24,8 +24,10 @@ import pyarrow as pa
 
 from benchmarks import catalog, rest
 from benchmarks.common import QUICK, Engine, Job, Target, interleaved, log, ms, ours, ratio, reference
+from benchmarks.s3_counter import CountingS3Server
 
 TABLES, VERSIONS = (8, 5) if QUICK else (40, 25)
+S3_SIZE = (4, 3) if QUICK else (8, 6)  # tables, versions on moto S3
 REPS = 10 if QUICK else 60
 LABEL = os.environ.get("BENCH_MANAGED_LABEL", "after")
 PAGE = 20  # ListTableVersions page
@@ -49,21 +51,45 @@ TITLES = {
 
 
 def run(work: Path) -> dict[str, Any]:
-    """Build the four catalogs append by append, then time the reads.
+    """The four catalogs on local disk.
 
     :param work: a directory for the catalogs.
     """
+    roots = {name: {"root": str(work / f"managed-{name}")} for name, _, _ in ENGINES}
+    try:
+        return measure(roots, TABLES, VERSIONS)
+    finally:
+        for root in roots.values():
+            catalog.remove(Path(root["root"]))
+
+
+def run_s3() -> dict[str, Any]:
+    """The four catalogs on S3 (a moto server of its own process), smaller."""
+    with CountingS3Server() as server:
+        return measure({name: server.properties(f"managed-{name}") for name, _, _ in ENGINES}, *S3_SIZE)
+
+
+def measure(locations: dict[str, dict[str, str]], tables: int, versions: int) -> dict[str, Any]:
+    """Build the four catalogs append by append, then time the reads.
+
+    :param locations: each engine's ``root`` and ``storage.*`` properties.
+    :param tables: tables per catalog.
+    :param versions: versions per table.
+    """
     engines: dict[str, Engine] = {}
     for name, make, properties in ENGINES:
-        engine = make(work / f"managed-{name}", **properties)  # its own name: how ``call`` passes requests
+        where = locations[name]
+        # the engine keeps its own name (how ``call`` passes requests)
+        engine = make(where["root"], **{k: v for k, v in where.items() if k != "root"}, **properties)
         engine.call("create_namespace", ln.CreateNamespaceRequest(id=[catalog.NAMESPACE]))
         engines[name] = engine
+    options = catalog.s3_options(next(iter(locations.values()))) or None
     data = pa.table({"x": [1, 2, 3]})
     appends: dict[str, list[float]] = {name: [] for name in engines}
     building: dict[str, float] = dict.fromkeys(engines, 0.0)
-    log(f"building {len(engines)} catalogs of {TABLES} tables x {VERSIONS} versions through pylance")
-    for version in range(VERSIONS):
-        for table in range(TABLES):
+    log(f"building {len(engines)} catalogs of {tables} tables x {versions} versions through pylance")
+    for version in range(versions):
+        for table in range(tables):
             order = list(engines) if (version + table) % 2 == 0 else list(reversed(engines))
             for name in order:
                 started = time.perf_counter()
@@ -72,29 +98,28 @@ def run(work: Path) -> dict[str, Any]:
                     namespace_client=engines[name].namespace,
                     table_id=[catalog.NAMESPACE, f"t{table}"],
                     mode="create" if version == 0 else "append",
+                    storage_options=options,
                 )
                 elapsed = time.perf_counter() - started
                 building[name] += elapsed
                 if version:
                     appends[name].append(elapsed * 1000)
     results: dict[str, Any] = {
-        "_meta": {"tables": TABLES, "versions": VERSIONS, "reps": REPS},
+        "_meta": {"tables": tables, "versions": versions, "reps": REPS},
         "append": {name: {"p50": statistics.median(samples)} for name, samples in appends.items()},
         "build_seconds": {name: {"p50": seconds} for name, seconds in building.items()},
     }
     for method in READS:
-        operations = {name: (_read(engine, method), None) for name, engine in engines.items()}
+        operations = {name: (_read(engine, method, tables), None) for name, engine in engines.items()}
         timings = interleaved(operations, REPS)
         results[method] = {name: timing.as_dict() for name, timing in timings.items()}
         log(f"  {method}: " + ", ".join(f"{e} {t.p50:.2f} ms" for e, t in timings.items()))
-    for name in engines:
-        catalog.remove(work / f"managed-{name}")
     return results
 
 
-def _read(engine: Engine, method: str) -> Any:
+def _read(engine: Engine, method: str, tables: int) -> Any:
     def table(i: int) -> list[str]:
-        return [catalog.NAMESPACE, f"t{(i * 7) % TABLES}"]
+        return [catalog.NAMESPACE, f"t{(i * 7) % tables}"]
 
     requests = {
         "describe_table": lambda i: ln.DescribeTableRequest(id=table(i)),
@@ -110,7 +135,11 @@ def jobs(work: Path) -> list[Job]:
 
     :param work: the run's directory for catalogs.
     """
-    return [(f"managed/{LABEL}", lambda: run(work)), (f"managed_rest/{LABEL}", lambda: run_rest(work))]
+    return [
+        (f"managed/{LABEL}", lambda: run(work)),
+        (f"managed_s3/{LABEL}", run_s3),
+        (f"managed_rest/{LABEL}", lambda: run_rest(work)),
+    ]
 
 
 REST_CLIENTS = 8
@@ -195,8 +224,8 @@ def targets(results: dict[str, Any]) -> list[Target]:
 
 
 def section(results: dict[str, Any]) -> list[str]:
-    """The managed-mode table, before and after when both were measured."""
-    measured = {key.split("/", 1)[1]: value for key, value in results.items() if key.startswith("managed/")}
+    """The managed-mode tables (local disk, S3), before and after when both were measured."""
+    measured = _runs(results, "managed/")
     if not measured:
         return []
     meta = next(iter(measured.values()))["_meta"]
@@ -212,21 +241,20 @@ def section(results: dict[str, Any]) -> list[str]:
         " (`BENCH_MANAGED_LABEL=before`, the same section run with that commit's package first on `PYTHONPATH`),"
         " measured in the same hour on this shared 2-core machine; the ratios are each run's own.",
         "",
-        "| operation | run | ours, managed | reference, tracking | ratio | ours, off | reference, off |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        *_table(measured),
     ]
-    for op in ORDER:
-        for label in [name for name in ("before", "after") if name in measured] + sorted(
-            set(measured) - {"before", "after"}
-        ):
-            values = measured[label][op]
-            cells = [ms(values[name]["p50"]) for name in ("ours", "reference", "ours_off", "reference_off")]
-            lines.append(
-                f"| {TITLES[op]} | {label} | {cells[0]} | {cells[1]} |"
-                f" {ratio(values['ours']['p50'], values['reference']['p50'])} | {cells[2]} | {cells[3]} |"
-            )
+    on_s3 = _runs(results, "managed_s3/")
+    if on_s3:
+        meta = next(iter(on_s3.values()))["_meta"]
+        lines += [
+            "",
+            f"On S3 (a moto server in its own process, {meta['tables']} tables x {meta['versions']} versions, the"
+            " same calls):",
+            "",
+            *_table(on_s3),
+        ]
     lines += ["", *MANAGED_NOTES, ""]
-    served = {key.split("/", 1)[1]: value for key, value in results.items() if key.startswith("managed_rest/")}
+    served = _runs(results, "managed_rest/")
     if served:
         lines += [
             f"Through REST, both servers in managed mode (the REST section's workload from {REST_CLIENTS} client"
@@ -247,6 +275,27 @@ def section(results: dict[str, Any]) -> list[str]:
                     f" {theirs['server_cpu_us']:.0f} |"
                 )
         lines.append("")
+    return lines
+
+
+def _runs(results: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The runs of one table by label, ``before`` first."""
+    runs = {key.removeprefix(prefix): value for key, value in results.items() if key.startswith(prefix)}
+    return dict(sorted(runs.items(), key=lambda item: (item[0] != "before", item[0] != "after", item[0])))
+
+
+def _table(measured: dict[str, Any]) -> list[str]:
+    lines = [
+        "| operation | run | ours, managed | reference, tracking | ratio | ours, off | reference, off |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for op in ORDER:
+        for label, values in measured.items():
+            cells = [ms(values[op][name]["p50"]) for name in ("ours", "reference", "ours_off", "reference_off")]
+            lines.append(
+                f"| {TITLES[op]} | {label} | {cells[0]} | {cells[1]} |"
+                f" {ratio(values[op]['ours']['p50'], values[op]['reference']['p50'])} | {cells[2]} | {cells[3]} |"
+            )
     return lines
 
 
