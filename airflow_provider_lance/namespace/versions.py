@@ -219,6 +219,10 @@ class _RowsGone(Exception):
     """A row to repoint is no longer in ``__manifest`` (see :func:`repoint`)."""
 
 
+class _AlreadyRepointed(Exception):
+    """Another thread or process repointed the rows first (see :func:`repoint`)."""
+
+
 def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
     """Step (4): replace committed ``table_version`` rows by ``rows`` (pointing at their final manifests) in
     one ``__manifest`` commit, a Lance Update: the small fragment a commit point wrote is rewritten with its
@@ -228,9 +232,13 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
     the merge-insert upsert, as before."""
     data = rows_table(rows)
     wanted = set(data["object_id"].to_pylist())
+    metadata = dict(zip(data["object_id"].to_pylist(), data["metadata"].to_pylist(), strict=True))
     options = catalog.storage.options or None
 
     def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+        current = snapshot.rows_by_id(sorted(wanted))
+        if all(current.get(oid, {}).get("metadata") == metadata[oid] for oid in wanted):
+            raise _AlreadyRepointed  # readers finishing one pending version at once: one commit, not one each
         plan = fragments.fragments_holding(dataset, wanted, SMALL_FRAGMENT_ROWS)
         if plan is None or plan[2].schema.names != data.schema.names:
             raise _RowsGone
@@ -249,6 +257,8 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
         catalog.manifest.commit(write, change)
     except _RowsGone:
         catalog.manifest.upsert(rows)
+    except _AlreadyRepointed:
+        pass
 
 
 def finish_pending(catalog: Catalog, table: Table) -> None:
