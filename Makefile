@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml uv.lock
 venv: $(VENV)/.installed
 
 test: venv
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2  # both cores: most tests wait on servers, Spark and Airflow processes
 
 demo: venv
 	$(VENV)/bin/python scripts/demo.py

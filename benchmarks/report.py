@@ -24,6 +24,7 @@ from benchmarks import (
     soak,
     spark,
     threads,
+    vending,
     writers,
     writes,
 )
@@ -48,6 +49,7 @@ SECTIONS: list[ModuleType] = [
     soak,
     page,
     rest,
+    vending,
 ]
 
 

@@ -34,15 +34,6 @@ AIRFLOW_BIN = str(Path(sys.executable).with_name("airflow"))
 _DB_CACHE = Path.home() / ".cache" / "airflow-provider-lance-tests"
 
 
-def engine_available() -> bool:
-    """Whether the provider's own namespace engine can be imported."""
-    try:
-        from airflow_provider_lance.namespace import DirectoryNamespace  # noqa: F401
-    except Exception:
-        return False
-    return True
-
-
 def conn_json(root: str | os.PathLike, impl: str | None = None, **fields: Any) -> str:
     """JSON for an ``AIRFLOW_CONN_*`` variable of a lance connection rooted at ``root``."""
     extra = dict(fields.pop("extra", {}) or {})
@@ -157,7 +148,7 @@ def write_table(namespace: Any, table_id: list[str], rows: int = 3, mode: str = 
 import pytest  # noqa: E402
 
 # "rest": our engine behind our REST server, reached through impl=rest (tests/rest/servers.py)
-IMPLS = ["dir", "default", "rest"] if engine_available() else ["dir"]
+IMPLS = ["dir", "default", "rest"]
 
 
 @pytest.fixture
@@ -169,15 +160,13 @@ def lance_root(tmp_path: Path) -> Path:
 
 @pytest.fixture(params=IMPLS)
 def impl(request: pytest.FixtureRequest) -> str:
-    """Namespace implementation under test: the reference (``dir``) and our engine when importable."""
+    """Namespace implementation under test: the reference (``dir``), our engine, our engine behind REST."""
     return request.param
 
 
 @pytest.fixture(params=["default", "rest"])
 def engine_impl(request: pytest.FixtureRequest) -> str:
     """Our engine (needed for batch_create_table_versions), called directly and through our REST server."""
-    if not engine_available():
-        pytest.skip("airflow_provider_lance.namespace.DirectoryNamespace is not importable yet")
     return str(request.param)
 
 
@@ -216,13 +205,3 @@ def hook(set_conn, impl: str):
 
     set_conn(impl)
     return LanceHook()
-
-
-def skip_if_unsupported(func: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call ``func``; skip the test when the engine does not implement the operation yet."""
-    import lance_namespace as ln
-
-    try:
-        return func(*args, **kwargs)
-    except ln.UnsupportedOperationError as err:
-        pytest.skip(f"engine does not support this yet: {err}")

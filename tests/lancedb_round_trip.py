@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import lancedb
 import pyarrow as pa
+from lancedb.index import BTree
 
 SCHEMA = pa.schema([("id", pa.int64()), ("vec", pa.list_(pa.float32(), 2))])
 
@@ -19,10 +20,10 @@ def round_trip(db: lancedb.DBConnection) -> None:
     (ids 3, 4 and 10) for the caller's own checks."""
     table = db.create_table("t", vector_rows([1, 2, 3]))
     table.add(vector_rows([4]))
-    table.create_scalar_index("id")
+    table.create_index("id", config=BTree())
     assert table.count_rows() == 4
     assert table.search([0.1, 0.2]).limit(2).to_arrow()["id"].to_pylist() == [1, 2]
     table.update(where="id = 1", values={"id": 10})
     table.delete("id = 2")
     assert sorted(table.to_arrow()["id"].to_pylist()) == [3, 4, 10]
-    assert list(db.table_names()) == ["t"]
+    assert db.list_tables().tables == ["t"]

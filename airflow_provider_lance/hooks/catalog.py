@@ -9,7 +9,7 @@ from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.hooks.calls import response_field
 from airflow_provider_lance.hooks.connection import ENGINE_IMPL
-from airflow_provider_lance.namespace.root_check import check_root
+from airflow_provider_lance.namespace.storage import Storage, normalize_root
 
 #: Version metadata naming the Airflow DAG run (``<dag_id>/<run_id>``) that staged and committed a version.
 RUN_ID_METADATA = "airflow_run_id"
@@ -79,7 +79,7 @@ class LanceCatalogMixin:
             problem = None
             if impl in (ENGINE_IMPL, "dir") and props.get("root"):
                 storage = {k.removeprefix("storage."): v for k, v in props.items() if k.startswith("storage.")}
-                problem = check_root(props["root"], storage)
+                problem = Storage(normalize_root(props["root"]), storage).check_root()
             elif hasattr(self.namespace, "readiness_problem"):  # a REST server: its readiness route says
                 problem = self.namespace.readiness_problem()
             if problem:

@@ -28,7 +28,6 @@ from lance_namespace import (
     CreateTableVersionRequest,
     CreateTableVersionResponse,
     DeclareTableRequest,
-    DeclareTableResponse,
     DeregisterTableRequest,
     DeregisterTableResponse,
     InvalidInputError,
@@ -38,13 +37,7 @@ from lance_namespace import (
 from lance_namespace_urllib3_client.models import CommitTableOperation, CommitTableResult
 
 from airflow_provider_lance.namespace import identifiers as ids
-from airflow_provider_lance.namespace.catalog import (
-    DEREGISTERED_MARKER,
-    MARKER_CONTENT,
-    RESERVED_MARKER,
-    Catalog,
-    Table,
-)
+from airflow_provider_lance.namespace.catalog import DEREGISTERED_MARKER, MARKER_CONTENT, Catalog, Table
 from airflow_provider_lance.namespace.commit import (
     VersionEntry,
     entry_of,
@@ -56,6 +49,7 @@ from airflow_provider_lance.namespace.commit import (
 )
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow, sql_string
+from airflow_provider_lance.namespace.tables import declared_response, reserve_table
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
     naming_scheme,
@@ -136,34 +130,13 @@ def _claim(plan: _Plan, oid: str) -> None:
 
 
 def _plan_declare(catalog: Catalog, plan: _Plan, request: DeclareTableRequest) -> None:
-    parts = ids.validate_identifier(request.id, "table")
+    """DeclareTable's own checks and reservation (tables.py); the row goes into the batch's one commit."""
+    _claim(plan, ids.object_id(ids.validate_identifier(request.id, "table")))
+    parts, location = reserve_table(catalog, request)
     oid = ids.object_id(parts)
-    _claim(plan, oid)
-    rows = catalog.rows(ids.object_id(parts[:-1]), oid)
-    catalog.check_namespace(parts[:-1], rows)
-    if oid in rows or catalog.v1_table(parts) is not None:
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
-    if request.location is not None:
-        key = catalog.storage.key_of(request.location) if "://" in request.location else None
-        location = ids.validate_relative_location(key if key is not None else request.location)
-    else:
-        location = ids.table_location(parts, catalog.config.dir_listing_enabled)
-    if catalog.storage.list_dir(location) or not catalog.storage.put_if_not_exists(
-        f"{location}/{RESERVED_MARKER}", MARKER_CONTENT
-    ):
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
     plan.declared[oid] = Table(parts, location)
     plan.rows.append(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None))
-    plan.results.append(
-        CommitTableResult(
-            declare_table=DeclareTableResponse(
-                location=catalog.storage.uri(location),
-                storage_options=catalog.response_storage_options(request.vend_credentials),
-                properties=dict(request.properties) if request.properties else None,
-                managed_versioning=True if catalog.managed() else None,
-            )
-        )
-    )
+    plan.results.append(CommitTableResult(declare_table=declared_response(catalog, request, location)))
 
 
 def _table(catalog: Catalog, plan: _Plan, identifier: object) -> Table:

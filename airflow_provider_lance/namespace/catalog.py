@@ -13,17 +13,25 @@ exist for TableExists, ListTables and DescribeTable (the reference agrees); oper
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
-from lance_namespace import NamespaceNotFoundError, TableNotFoundError, UnsupportedOperationError
+from lance_namespace import (
+    InternalError,
+    LanceNamespace,
+    NamespaceNotFoundError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.config import NamespaceConfig
+from airflow_provider_lance.namespace.credentials import CredentialVendor
 from airflow_provider_lance.namespace.manifest import ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow
 from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.rows_object import RowsObjects
-from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 from airflow_provider_lance.namespace.snapshots import SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
 
@@ -55,20 +63,33 @@ class Catalog:
     """Configuration, storage and ``__manifest`` of one namespace root.
 
     :param config: the validated constructor properties.
+    :param facade: the ``DirectoryNamespace`` serving this catalog (held weakly: it owns the catalog).
     """
 
-    def __init__(self, config: NamespaceConfig) -> None:
+    def __init__(self, config: NamespaceConfig, facade: LanceNamespace | None = None) -> None:
         self.config = config
+        self._facade = weakref.ref(facade) if facade is not None else None
         self.storage = Storage(config.root, config.storage_options)
         cache = objects = None
         if config.manifest_cache_dir and self.storage.is_remote:
-            # one bucket path on two endpoints is two catalogs
-            endpoints = sorted(v for k, v in config.storage_options.items() if k in ENDPOINT_OPTIONS)
-            cache = RowsCache(config.manifest_cache_dir, " ".join([*endpoints, config.root]))
-        if config.rows_object_max_rows and self.storage.scheme in ("s3", "s3a"):
+            cache = RowsCache(config.manifest_cache_dir, self.storage.catalog_key)
+        if config.rows_object_max_rows and self.storage.lists_newest_first:
             objects = RowsObjects(self.storage, config.rows_object_max_rows)
         snapshots = SnapshotStore(self.storage, self.storage.options, cache, objects)
         self.manifest = ManifestTable(self.storage, config.commit_retries, config.maintenance, snapshots)
+        # STS scopes credentials to S3 prefixes only: another root answers none (docs/engine.md, "Secrets")
+        self.vendor = None
+        if config.credential_vendor is not None and self.storage.scoped_credentials:
+            self.vendor = CredentialVendor(config.credential_vendor, config.storage_options)
+
+    @property
+    def facade(self) -> LanceNamespace:
+        """The namespace pylance commits a managed write through (``namespace_client``): the facade itself, so
+        its callbacks (DeclareTable, DescribeTable, CreateTableVersion, ...) are the facade's operations."""
+        facade = self._facade() if self._facade is not None else None
+        if facade is None:
+            raise InternalError("This catalog has no DirectoryNamespace to commit managed writes through")
+        return facade
 
     # -- modes ------------------------------------------------------------------------------------------
     def require_manifest(self, operation: str) -> None:
@@ -84,10 +105,31 @@ class Catalog:
     def managed_persisted(self) -> bool:
         return self.manifest.metadata().get(TABLE_VERSION_MANAGEMENT_KEY) == "true"
 
-    def response_storage_options(self, vend_credentials: bool | None = None) -> dict[str, str] | None:
-        """Storage options for a response: credentials only with the ``credential_vending_enabled`` property
-        and a request that does not decline them (``vend_credentials=False``)."""
-        return self.storage.response_options(self.config.credential_vending and vend_credentials is not False)
+    def response_storage_options(self, location: str, request: Any) -> dict[str, str] | None:
+        """Storage options for a response about the table at ``location`` (a key): endpoint, region and the
+        like, and credentials when the request does not decline them (``vend_credentials=False``; unset =
+        ``credential_vendor.vend_by_default``):
+
+        - with ``credential_vendor.enabled``: temporary credentials scoped to the table and the request's
+          level (credentials.py), never the namespace's own; none on a root that is not S3;
+        - else with ``credential_vending_enabled``: the namespace's own (in-process callers only).
+        """
+        asked = getattr(request, "vend_credentials", None)
+        vendor_config = self.config.credential_vendor
+        if vendor_config is None:
+            return self.storage.response_options(self.config.credential_vending and asked is not False)
+        shared = self.storage.response_options(False) or {}
+        if self.vendor is None or asked is False or (asked is None and not vendor_config.vend_by_default):
+            return shared or None
+        vended = self.vendor.vend(
+            self.storage.bucket, self.storage.object_path(location), self.vendor.level(request.context)
+        )
+        return {
+            **shared,
+            **vended.options,
+            "expires_at_millis": str(vended.expires_at_millis),
+            "refresh_offset_millis": str(vended.refresh_offset_millis),
+        }
 
     # -- namespaces -------------------------------------------------------------------------------------
     def rows(self, *object_ids: str) -> dict[str, ManifestRow]:

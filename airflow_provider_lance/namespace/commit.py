@@ -34,8 +34,7 @@ from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.concurrency import map_concurrently
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow
-from airflow_provider_lance.namespace.storage import FileInfo
-from airflow_provider_lance.namespace.storage_errors import is_transient_error
+from airflow_provider_lance.namespace.storage import FileInfo, is_transient_error
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
     finalize,

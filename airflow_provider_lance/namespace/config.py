@@ -11,9 +11,10 @@ from urllib.parse import urlsplit
 
 from lance_namespace import InvalidInputError
 
-from airflow_provider_lance.namespace import rows_cache, rows_object
-from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
+from airflow_provider_lance.namespace import credentials, rows_cache, rows_object
+from airflow_provider_lance.namespace.credentials import VendorConfig
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
+from airflow_provider_lance.namespace.storage import normalize_root
 
 STORAGE_PREFIX = "storage."
 
@@ -45,32 +46,6 @@ def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
     return number
 
 
-def normalize_root(root: Any) -> str:
-    """Turn the ``root`` property into a URI without a trailing slash, its path percent-encoded.
-
-    A URI is a URI (``file:///data/a%20b`` is the directory ``a b``), an absolute path is literal
-    (``/data/has#x`` becomes ``file:///data/has%23x``), a relative path is resolved against the working
-    directory, and no root means the working directory (spec: "Root Path").
-    """
-    if root is None or root == "":
-        return "file://" + uri_path(os.getcwd())
-    if not isinstance(root, str):
-        raise InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
-    if any(ch in root for ch in "\x00\n\r"):
-        raise InvalidInputError("Invalid property 'root': control characters are not allowed")
-    if "://" in root:
-        scheme, _, rest = root.partition("://")
-        if not scheme.isidentifier() or not rest.strip("/"):
-            if scheme == "memory":
-                return "memory://"
-            raise InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
-        literal = literal_path(rest)
-        if scheme == "file":
-            return "file://" + uri_path(os.path.normpath("/" + literal.lstrip("/")))
-        return f"{scheme}://{uri_path(literal.rstrip('/'))}"
-    return "file://" + uri_path(os.path.abspath(os.path.expanduser(root)))
-
-
 def _cache_dir(value: Any) -> str | None:
     """The ``manifest_cache_dir`` property: absent = the default directory, empty = no cache."""
     if value is None:
@@ -95,6 +70,48 @@ def _check_no_credentials_in_url(key: str, value: str) -> None:
             f"Invalid property '{key}': the endpoint URL carries credentials (user:password@); give them as "
             "storage.aws_access_key_id and storage.aws_secret_access_key instead"
         )
+
+
+def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
+    """The ``credential_vendor.*`` properties (credentials.py), or None unless ``credential_vendor.enabled``."""
+    prefix = credentials.PREFIX
+    given = {key[len(prefix) :]: value for key, value in properties.items() if key.startswith(prefix)}
+    if not parse_bool(prefix + "enabled", given.get("enabled"), False):
+        return None
+    unknown = sorted(set(given) - credentials.PROPERTIES)
+    if unknown:  # an Azure or GCP vendor, or API-key levels: vending something else than asked is worse
+        raise InvalidInputError(
+            f"Unsupported property {', '.join(prefix + name for name in unknown)}: this engine vends AWS STS "
+            "credentials (over REST the level comes from the caller's grant)"
+        )
+    role_arn = given.get("aws_role_arn")
+    if not isinstance(role_arn, str) or not role_arn.strip():
+        raise InvalidInputError(
+            f"Invalid properties: {prefix}enabled=true needs {prefix}aws_role_arn (the role whose temporary "
+            "credentials are vended; the namespace's own keys are never handed out)"
+        )
+    duration = parse_int(
+        prefix + "aws_duration_millis", given.get("aws_duration_millis"), credentials.DEFAULT_DURATION_MILLIS
+    )
+    try:
+        fraction = float(given.get("refresh_fraction", credentials.DEFAULT_REFRESH_FRACTION))
+    except (TypeError, ValueError):
+        fraction = -1.0
+    if not 0 < fraction < 1:
+        raise InvalidInputError(f"Invalid property '{prefix}refresh_fraction': expected a number between 0 and 1")
+    return VendorConfig(
+        role_arn=role_arn.strip(),
+        permission=credentials.parse_level(
+            f"property '{credentials.PERMISSION_CONTEXT_KEY}'", given.get("permission", "read")
+        ),
+        external_id=given.get("aws_external_id") or None,
+        region=given.get("aws_region") or None,
+        session_name=(given.get("aws_role_session_name") or credentials.DEFAULT_SESSION_NAME)[:64],  # AWS's limit
+        duration_millis=min(max(duration, credentials.MIN_DURATION_MILLIS), credentials.MAX_DURATION_MILLIS),
+        sts_endpoint=given.get("aws_sts_endpoint") or None,
+        refresh_fraction=fraction,
+        vend_by_default=parse_bool(prefix + "vend_by_default", given.get("vend_by_default"), True),
+    )
 
 
 @dataclass(frozen=True)
@@ -135,8 +152,11 @@ class NamespaceConfig:
     dir_listing_enabled: bool = True
     table_version_management: bool | None = None
     commit_retries: int = 20
-    # Credentials in DescribeTable/DeclareTable responses only when asked for (property and request).
+    # The namespace's own storage credentials in DescribeTable/DeclareTable/CreateTable responses, for
+    # in-process callers only (``credential_vending_enabled``; the REST server refuses it).
     credential_vending: bool = False
+    # Temporary table-scoped credentials from STS (``credential_vendor.*``, credentials.py); None = off.
+    credential_vendor: VendorConfig | None = None
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     # Where processes of this machine share the rows of remote catalogs (rows_cache.py); None turns it off.
     manifest_cache_dir: str | None = None
@@ -176,6 +196,7 @@ class NamespaceConfig:
             credential_vending=parse_bool(
                 "credential_vending_enabled", properties.get("credential_vending_enabled"), False
             ),
+            credential_vendor=_vendor_config(properties),
             maintenance=MaintenancePolicy.from_properties(properties),
             manifest_cache_dir=_cache_dir(properties.get("manifest_cache_dir")),
             rows_object_max_rows=parse_int(

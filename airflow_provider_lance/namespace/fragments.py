@@ -47,7 +47,7 @@ def commit_append(
     existing = [fragment.metadata for fragment in dataset.get_fragments()]
     return lance.LanceDataset.commit(
         dataset,
-        lance.LanceOperation.Merge(existing + fragments, dataset.schema),
+        lance.LanceOperation.Merge(existing + fragments, dataset.lance_schema),
         read_version=dataset.version,
         max_retries=0,
         storage_options=storage_options,

@@ -24,8 +24,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
-
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no turn, commits stay guarded
@@ -34,12 +32,6 @@ except ImportError:  # pragma: no cover - Windows: no turn, commits stay guarded
 WAIT_SECONDS = 5.0
 _POLL_SECONDS = (0.0001, 0.001)  # between attempts to take a busy lock: short, randomised (no convoy)
 _DIRECTORY = "airflow-provider-lance-turns"
-
-
-def catalog_key(uri: str, storage_options: dict[str, str]) -> str:
-    """What names a catalog on this machine: its URI and endpoint (one bucket path on two endpoints is two
-    catalogs)."""
-    return " ".join([*sorted(v for k, v in storage_options.items() if k in ENDPOINT_OPTIONS), uri])
 
 
 class MachineTurn:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from airflow_provider_lance.namespace import fragments, rows_object
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR, parse_manifest_name, versions_dir
+from airflow_provider_lance.namespace.snapshots import REVALIDATE_AFTER_SECONDS
 from airflow_provider_lance.namespace.storage import Storage
 
 if TYPE_CHECKING:
@@ -49,9 +50,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_KEEP = timedelta(minutes=10)
-# Readers (ManifestTable) trust "no manifest N+1 => N is the latest" only for this long after they last saw N
+# Readers (snapshots.py) trust "no manifest N+1 => N is the latest" only for this long after they last saw N
 # as the latest; a clean-up window shorter than this could remove N+1 under them, so none is accepted.
-REVALIDATE_AFTER = timedelta(minutes=2)
+REVALIDATE_AFTER = timedelta(seconds=REVALIDATE_AFTER_SECONDS)
 COMPACTION_RETRIES = 2
 # Compaction rewrites fragments below this many rows (and those with DELETED_SHARE of their rows deleted); a
 # fragment this large holds rows of many commits already, and rewriting it on every few commits costs more
@@ -167,7 +168,7 @@ def _commit_times(storage: Storage, dataset: lance.LanceDataset) -> list[tuple[i
     with each manifest's modification time. ``dataset.versions()`` reads every manifest for its timestamp (one
     read per version, 40 ms for 300 local versions); only pylance's memory store, which fsspec cannot list,
     needs it."""
-    if storage.scheme == "memory":
+    if storage.private:
         listed = [(int(item["version"]), item["timestamp"]) for item in dataset.versions()]
         return sorted((version, stamp.astimezone(UTC)) for version, stamp in listed)
     times = []
@@ -232,7 +233,7 @@ def run(
     if cleanup:
         # a private copy: the published dataset is never mutated
         _cleanup(manifest.storage, copy.copy(dataset), keep, result)
-    if manifest.storage.scheme in ("s3", "s3a"):
+    if manifest.storage.lists_newest_first:  # rows objects exist only there
         _prune_rows_objects(manifest.storage, dataset.version, result)
     result["version_after"] = dataset.version
     result["seconds"] = round(time.perf_counter() - started, 4)

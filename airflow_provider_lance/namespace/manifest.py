@@ -36,7 +36,7 @@ from airflow_provider_lance.namespace.group_commit import (
     commit_group,
 )
 from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
-from airflow_provider_lance.namespace.machine_turn import MachineTurn, catalog_key
+from airflow_provider_lance.namespace.machine_turn import MachineTurn
 from airflow_provider_lance.namespace.manifest_rows import (
     NO_VERSIONS,
     SCHEMA,
@@ -51,8 +51,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
 )
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
-from airflow_provider_lance.namespace.storage import Storage
-from airflow_provider_lance.namespace.storage_errors import is_lost_response
+from airflow_provider_lance.namespace.storage import Storage, is_lost_response
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
@@ -97,7 +96,7 @@ class ManifestTable:
         self._last_published: Snapshot | None = None  # by a commit of this instance
         self._group = GroupCommit(self._commit_group)
         # writer processes of this machine take turns too (memory:// is private to this instance)
-        self._machine_turn = None if storage.scheme == "memory" else MachineTurn(catalog_key(self.uri, storage.options))
+        self._machine_turn = None if storage.private else MachineTurn(storage.catalog_key)
 
     @contextmanager
     def operation(self) -> Iterator[None]:

@@ -24,22 +24,21 @@ class DirectoryNamespace(LanceNamespace):
     Construct it like the reference: ``DirectoryNamespace(root="s3://bucket/prefix", **{"storage.region": ...})``.
     Properties: ``root``, ``manifest_enabled``, ``dir_listing_enabled``, ``table_version_management`` (or the
     reference's ``table_version_tracking_enabled``), ``commit_retries``, ``manifest_maintenance_every``,
-    ``manifest_maintenance_fragments``, ``manifest_cleanup_every`` and ``storage.*``. Construction touches no
-    storage. Hand it to another process by its class path, ``airflow_provider_lance.namespace.DirectoryNamespace``
+    ``manifest_maintenance_fragments``, ``manifest_cleanup_every``, ``storage.*`` and ``credential_vendor.*``
+    (table-scoped STS credentials in responses, credentials.py). Construction touches no storage. Hand it to
+    another process by its class path, ``airflow_provider_lance.namespace.DirectoryNamespace``
     (``lance_namespace.connect`` resolves that anywhere the package is installed).
     """
 
     def __init__(self, **properties: Any) -> None:
-        self.catalog = Catalog(NamespaceConfig.from_properties(properties))
+        self.catalog = Catalog(NamespaceConfig.from_properties(properties), facade=self)
         self.config = self.catalog.config
         self.storage = self.catalog.storage
         self.manifest = self.catalog.manifest
 
     def namespace_id(self) -> str:
         """``DirectoryNamespace { root: "<root>" }`` like the reference (a local root as a plain path)."""
-        storage = self.catalog.storage
-        root = storage.path() if storage.scheme == "file" else self.config.root
-        return f'DirectoryNamespace {{ root: "{root}" }}'
+        return f'DirectoryNamespace {{ root: "{self.catalog.storage.display_root()}" }}'
 
     def finalize_pending_versions(self) -> list[tuple[list[str], int]]:
         """Finish every committed table version still pointing at its staged manifest (a committer stopped

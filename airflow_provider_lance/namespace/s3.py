@@ -33,13 +33,15 @@ SECRET_OPTIONS = frozenset(_S3_CREDENTIALS)  # key ids too: masked wherever opti
 class _RedactCredentials(logging.Filter):
     """botocore logs every signed request at DEBUG, Authorization header (with the access key id) and
     security token included (``botocore.endpoint``), and the canonical request with the token
-    (``botocore.auth``); replace them before any handler sees the record. The secret key itself is never
-    sent, so it is never logged."""
+    (``botocore.auth``); and the body of every answer (``botocore.parsers``), which for STS AssumeRole holds
+    the vended secret key and session token. Replace them before any handler sees the record. The secret key
+    of a request is never sent, so it is never logged."""
 
     _PATTERNS = (
         (re.compile(r"Credential=[^/,\s'\"]+"), "Credential=***"),
         (re.compile(r"('X-Amz-Security-Token': b?)'[^']*'", re.IGNORECASE), r"\1'***'"),
         (re.compile(r"(x-amz-security-token:)[^\s]+", re.IGNORECASE), r"\1***"),  # the canonical request
+        (re.compile(r"<(SecretAccessKey|SessionToken)>[^<]*</"), r"<\1>***</"),  # an STS answer
     )
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -56,7 +58,7 @@ _REDACTOR = _RedactCredentials()
 
 
 def install_log_redaction() -> None:
-    for name in ("botocore.endpoint", "botocore.auth", "aiobotocore.endpoint"):
+    for name in ("botocore.endpoint", "botocore.auth", "botocore.parsers", "aiobotocore.endpoint"):
         logger = logging.getLogger(name)
         if _REDACTOR not in logger.filters:
             logger.addFilter(_REDACTOR)

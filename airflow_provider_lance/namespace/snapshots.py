@@ -44,8 +44,7 @@ from airflow_provider_lance.namespace.row_index import SORT_AFTER, RowIndex
 from airflow_provider_lance.namespace.rows_cache import RowsCache
 from airflow_provider_lance.namespace.rows_object import RowsObjects
 from airflow_provider_lance.namespace.shared_call import SharedCall
-from airflow_provider_lance.namespace.storage import Storage
-from airflow_provider_lance.namespace.storage_errors import is_not_found_error
+from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +222,7 @@ class SnapshotStore:
         """Make ``snapshot`` the latest. ``identify``: record its manifest file's e-tag now (one stat or HEAD),
         so that a catalog re-created with as many versions is told apart; a commit of our own skips the HEAD
         on S3 (the next check records it)."""
-        if snapshot is not None and (identify or self._storage.scheme == "file"):
+        if snapshot is not None and (identify or self._storage.local_disk):
             info = self._storage.file_info(manifest_key(MANIFEST_DIR, snapshot.version, V2))
             snapshot.e_tag = info.e_tag if info is not None else None
         with self._lock:
@@ -324,9 +323,9 @@ class SnapshotStore:
         return lance.dataset(self.uri, version=version, storage_options=self._storage_options)
 
     def _is_latest(self, snapshot: Snapshot) -> bool:
-        if self._storage.scheme == "memory":
+        if self._storage.private:
             return True  # pylance's memory store is private to the objects of this instance: only we write
-        if self._storage.scheme in ("s3", "s3a"):
+        if self._storage.lists_newest_first:
             newest = self._newest()
             return newest is not None and newest[0] == snapshot.version and _same_file(snapshot, newest[1])
         now = time.monotonic()

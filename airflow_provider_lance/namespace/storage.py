@@ -1,4 +1,8 @@
-"""All object-store access of the engine goes through :class:`Storage` (fsspec: ``file``, ``memory``, ``s3``).
+"""All object-store access of the engine goes through :class:`Storage` (fsspec: ``file``, ``memory``, ``s3``),
+and every difference between those backends is decided here: the root URI (:func:`normalize_root`), what each
+store lets the engine rely on (:class:`Storage`'s ``private``, ``local_disk`` and ``lists_newest_first``),
+whether a root can be used (:meth:`Storage.check_root`), and what a store's errors mean (the ``is_*_error``
+functions, for s3fs and pylance alike). No other module tests a scheme.
 
 Keys are ``/``-separated paths relative to the namespace root. The cost model of the engine is the number
 of storage requests, so every method here is one request (or one listing) where the store allows it.
@@ -16,6 +20,7 @@ See docs/reliability.md.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import uuid
@@ -26,7 +31,12 @@ import fsspec
 from lance_namespace import InvalidInputError, UnsupportedOperationError
 
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
-from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS, install_log_redaction, s3fs_arguments
+from airflow_provider_lance.namespace.s3 import (
+    ENDPOINT_OPTIONS,
+    SECRET_OPTIONS,
+    install_log_redaction,
+    s3fs_arguments,
+)
 
 _CONDITIONAL_PUT = ("aws_conditional_put", "conditional_put")
 _MEMORY_LOCK = threading.Lock()
@@ -34,6 +44,33 @@ _PROBE_LOCK = threading.Lock()
 _PROBED: dict[tuple[str, str], bool] = {}  # (endpoint, bucket) -> honours If-None-Match
 PROBE_PREFIX = ".lance-conditional-put-probe-"
 _INTENT_METADATA = "lance-intent"  # x-amz-meta-lance-intent: who created an object (see _create_object)
+_ROOT_CHECK_PREFIX = ".airflow-connection-test-"
+
+
+def normalize_root(root: Any) -> str:
+    """Turn the ``root`` property into a URI without a trailing slash, its path percent-encoded.
+
+    A URI is a URI (``file:///data/a%20b`` is the directory ``a b``), an absolute path is literal
+    (``/data/has#x`` becomes ``file:///data/has%23x``), a relative path is resolved against the working
+    directory, and no root means the working directory (spec: "Root Path").
+    """
+    if root is None or root == "":
+        return "file://" + uri_path(os.getcwd())
+    if not isinstance(root, str):
+        raise InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
+    if any(ch in root for ch in "\x00\n\r"):
+        raise InvalidInputError("Invalid property 'root': control characters are not allowed")
+    if "://" in root:
+        scheme, _, rest = root.partition("://")
+        if not scheme.isidentifier() or not rest.strip("/"):
+            if scheme == "memory":
+                return "memory://"
+            raise InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
+        literal = literal_path(rest)
+        if scheme == "file":
+            return "file://" + uri_path(os.path.normpath("/" + literal.lstrip("/")))
+        return f"{scheme}://{uri_path(literal.rstrip('/'))}"
+    return "file://" + uri_path(os.path.abspath(os.path.expanduser(root)))
 
 
 @dataclass(frozen=True)
@@ -53,7 +90,7 @@ class Storage:
     """
 
     def __init__(self, root: str, options: dict[str, str]) -> None:
-        self.root = root  # a URI, its path percent-encoded (config.normalize_root)
+        self.root = root  # a URI, its path percent-encoded (normalize_root)
         self.options = dict(options)
         self.scheme, _, encoded = root.partition("://")
         rest = literal_path(encoded)  # keys and fsspec paths are literal
@@ -74,6 +111,19 @@ class Storage:
                 f"Invalid property 'root': unsupported storage scheme '{self.scheme}' (supported: file, memory, "
                 "s3, s3a; the engine needs an atomic put-if-not-exists, see docs/reliability.md)"
             )
+        # What the backend lets the engine rely on (attributes: read on every operation's freshness check).
+        #: pylance's memory store: only the objects of this instance see it (no other writer, nothing for fsspec to
+        #: list), so the published snapshot is the latest and no other process needs a turn.
+        self.private = self.scheme == "memory"
+        #: local disk: a ``stat`` costs no request, so a file's identity (inode, mtime, size) is always worth taking.
+        self.local_disk = self.scheme == "file"
+        #: S3: a listing is sorted and one ``LIST`` (``MaxKeys=1``) of ``__manifest/_versions/`` names the newest
+        #: manifest (V2 names sort newest first) with its e-tag: freshness is one request, and a new process finds
+        #: the rows object of that version by name (rows_object.py), so rows objects are written only there.
+        self.lists_newest_first = self.scheme in ("s3", "s3a")
+        #: S3: STS session policies scope temporary credentials to a key prefix (credential vending); no other
+        #: store here has such credentials, so any other root vends none.
+        self.scoped_credentials = self.scheme in ("s3", "s3a")
         lowered = {name.lower(): value for name, value in self.options.items()}
         mode = next((lowered[name] for name in _CONDITIONAL_PUT if name in lowered), None)
         self.conditional_put = mode.strip().lower() if mode is not None else None
@@ -91,6 +141,42 @@ class Storage:
     def __repr__(self) -> str:  # never show storage options: they may hold secrets
         return f"Storage(root={self.root!r})"
 
+    @property
+    def catalog_key(self) -> str:
+        """What names the catalog on this machine (its machine-local rows cache, its writers' turn): its URI and
+        endpoint (one bucket path on two endpoints is two catalogs)."""
+        return " ".join([*sorted(v for k, v in self.options.items() if k in ENDPOINT_OPTIONS), self.root])
+
+    def display_root(self) -> str:
+        """The root as the reference names it (``namespace_id``): a local root as a plain path, else the URI."""
+        return self.path() if self.local_disk else self.root
+
+    def check_root(self, probe_write: bool = True) -> str | None:
+        """Why the root cannot be used as a catalog (missing, not writable), or None when it can: the Airflow
+        connection test and the REST server's readiness route ask.
+
+        A local root must be an existing directory, an S3 root's bucket must exist (a memory root always
+        exists). Writing is checked with a probe object that is deleted again, unless ``probe_write`` is false
+        (a readiness check polled every few seconds must not write).
+        """
+        try:
+            if self.local_disk:
+                if not os.path.isdir(self.path()):
+                    return f"root {self.root} does not exist (create the directory first)"
+            elif self.lists_newest_first:
+                bucket = self._base.strip("/").partition("/")[0]
+                if not self.fs.exists(bucket):
+                    return f"bucket {bucket} of root {self.root} does not exist or cannot be listed"
+            if probe_write:
+                probe = self.path(f"{_ROOT_CHECK_PREFIX}{uuid.uuid4().hex}")
+                self.fs.pipe_file(probe, b"")
+                self.fs.rm_file(probe)
+        except PermissionError as err:
+            return f"root {self.root} is not writable: {type(err).__name__}"
+        except OSError as err:
+            return f"root {self.root} cannot be used: {type(err).__name__}: {err}"
+        return None
+
     def response_options(self, vend_credentials: bool) -> dict[str, str] | None:
         """The storage options a response may carry: endpoint, region and the like, and the credentials only
         when vending them (responses end up in logs, XCom and lineage)."""
@@ -105,6 +191,11 @@ class Storage:
     def safe_options(self) -> dict[str, str]:
         """The storage options with secret values masked (for messages and debugging)."""
         return {name: ("***" if name.lower() in SECRET_OPTIONS else value) for name, value in self.options.items()}
+
+    @property
+    def bucket(self) -> str:
+        """The bucket of an object-store root (the first path component)."""
+        return self._base.strip("/").partition("/")[0]
 
     # -- naming -----------------------------------------------------------------------------------------
     def path(self, key: str = "") -> str:
@@ -394,3 +485,65 @@ class Storage:
             self.fs.rm(self.path(key), recursive=True)
         if self.scheme == "file" and os.path.isdir(self.path(key)):
             os.rmdir(self.path(key))
+
+
+# -- what a store's errors mean (s3fs/botocore for Storage, object_store for pylance) ----------------------------
+def is_not_found_error(error: BaseException) -> bool:
+    """True when a pylance/fsspec error says the object does not exist. A refusal (403, bad key, missing
+    bucket) also says "does not exist" in its text; it is a failure, never an empty result."""
+    text = str(error).lower()
+    if is_denied_error(error) or "nosuchbucket" in text or "bucket does not exist" in text:
+        return False
+    return "not found" in text or "does not exist" in text or "no such file" in text
+
+
+# How object_store reports a request whose answer never came (a dropped connection after the request was sent):
+# it does not retry a conditional create then, since the create may have landed.
+_LOST_RESPONSE_MARKERS = ("error sending request", "connection reset", "connection closed", "broken pipe")
+
+
+def is_lost_response(error: BaseException) -> bool:
+    """True when a pylance write failed without an answer from the store: it may or may not have landed."""
+    text = str(error).lower()
+    return any(marker in text for marker in _LOST_RESPONSE_MARKERS)
+
+
+def root_problem(error: BaseException) -> str | None:
+    """What makes the root unusable as a catalog, when ``error`` says so (else None)."""
+    text = str(error).lower()
+    if isinstance(error, NotADirectoryError) or "not a directory" in text:
+        return "it is a file or lies under one (a catalog root must be a directory)"
+    if "nosuchbucket" in text or "bucket does not exist" in text:
+        return "its bucket does not exist (create it, or fix the bucket name)"
+    return None
+
+
+# What s3fs raises for S3's 500 InternalError and 503 SlowDown / ServiceUnavailable (s3fs.errors): answers that
+# AWS says to retry, and after which a write may or may not have landed.
+_S3FS_RETRYABLE_ERRNOS = frozenset({getattr(errno, "EREMOTEIO", errno.EIO), errno.EBUSY})
+_TRANSIENT_MARKERS = ("slowdown", "reduce your request rate", "503 service unavailable", "500 internal server error")
+
+
+def is_transient_error(error: BaseException) -> bool:
+    """True when the store throttled, failed internally or the connection failed even after the clients'
+    retries (botocore and s3fs retry 5 times each, object_store 10 times within 3 minutes): worth retrying the
+    whole operation."""
+    module = type(error).__module__.partition(".")[0]
+    text = str(error).lower()
+    return (
+        (module in ("botocore", "aiobotocore", "aiohttp") and not hasattr(error, "response"))  # not an S3 answer
+        or is_lost_response(error)
+        or (isinstance(error, OSError) and error.errno in _S3FS_RETRYABLE_ERRNOS)
+        or any(marker in text for marker in _TRANSIENT_MARKERS)
+    )
+
+
+def is_denied_error(error: BaseException) -> bool:
+    """True when the store refused the request (credentials or permissions)."""
+    if isinstance(error, PermissionError):
+        return True
+    text = str(error).lower()
+    return any(
+        marker in text
+        for marker in ("403 forbidden", "accessdenied", "access denied", "invalidaccesskeyid", "signaturedoesnotmatch")
+    )

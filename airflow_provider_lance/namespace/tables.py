@@ -13,7 +13,6 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from lance_namespace import (
-    ConcurrentModificationError,
     CreateEmptyTableRequest,
     CreateEmptyTableResponse,
     DeclareTableRequest,
@@ -73,11 +72,11 @@ def declare_tables(catalog: Catalog, requests: list[DeclareTableRequest]) -> lis
     for at, request in enumerate(requests):
         try:
             with namespace_errors("declare_table", catalog.storage.root):
-                parts, location = _reserve(catalog, request)
+                parts, location = reserve_table(catalog, request)
         except Exception as error:
             outcomes.append(error)
             continue
-        outcomes.append(_declared(catalog, request, location))
+        outcomes.append(declared_response(catalog, request, location))
         reserved.append((at, parts, location))
     if not catalog.config.manifest_enabled or not reserved:
         return outcomes
@@ -100,8 +99,11 @@ def declare_tables(catalog: Catalog, requests: list[DeclareTableRequest]) -> lis
     return outcomes
 
 
-def _reserve(catalog: Catalog, request: DeclareTableRequest) -> tuple[list[str], str]:
-    """The checks of a declare, then its ``.lance-reserved`` marker: the identifier and the location."""
+def reserve_table(catalog: Catalog, request: DeclareTableRequest) -> tuple[list[str], str]:
+    """The checks of a declare, then its ``.lance-reserved`` marker: the identifier and the location. The one
+    declare path of DeclareTable and BatchCommitTables. A table that exists, a location that is not empty and a
+    marker written first by a concurrent declare are all TableAlreadyExists (5): whoever wrote the marker
+    declared the table, as the reference answers a declare of an existing table."""
     parts = ids.validate_identifier(request.id, "table")
     oid = ids.object_id(parts)
     if not catalog.config.manifest_enabled and len(parts) > 1:
@@ -123,14 +125,15 @@ def _reserve(catalog: Catalog, request: DeclareTableRequest) -> tuple[list[str],
     if catalog.storage.list_dir(location):  # one listing: a missing directory lists as empty
         raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
     if not catalog.storage.put_if_not_exists(f"{location}/{RESERVED_MARKER}", MARKER_CONTENT):
-        raise ConcurrentModificationError(f"Table '{oid}' is being declared concurrently")
+        raise TableAlreadyExistsError(f"Table already exists: '{oid}' (declared concurrently)")
     return parts, location
 
 
-def _declared(catalog: Catalog, request: DeclareTableRequest, location: str) -> DeclareTableResponse:
+def declared_response(catalog: Catalog, request: DeclareTableRequest, location: str) -> DeclareTableResponse:
+    """What a declare answers (DeclareTable and BatchCommitTables alike)."""
     return DeclareTableResponse(
         location=catalog.storage.uri(location),
-        storage_options=catalog.response_storage_options(request.vend_credentials),
+        storage_options=catalog.response_storage_options(location, request),
         properties=dict(request.properties) if request.properties else None,
         managed_versioning=True if catalog.managed() else None,
     )
@@ -146,11 +149,13 @@ def create_empty_table(catalog: Catalog, request: CreateEmptyTableRequest) -> Cr
     if request.storage_options:
         raise UnsupportedOperationError("CreateEmptyTable with per-table storage_options is not supported")
     try:
-        declared = declare_table(catalog, DeclareTableRequest(id=request.id, properties=request.properties))
+        declared = declare_table(
+            catalog, DeclareTableRequest(id=request.id, properties=request.properties, context=request.context)
+        )
     except TableAlreadyExistsError:
         if mode == "create":
             raise
-        existing = describe_table(catalog, DescribeTableRequest(id=request.id))
+        existing = describe_table(catalog, DescribeTableRequest(id=request.id, context=request.context))
         return CreateEmptyTableResponse(
             location=existing.location,
             version=existing.version,
@@ -251,7 +256,7 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         namespace=parts[:-1],
         location=catalog.storage.uri(table.location),
         table_uri=catalog.storage.uri(table.location) if request.with_table_uri else None,
-        storage_options=catalog.response_storage_options(request.vend_credentials),
+        storage_options=catalog.response_storage_options(table.location, request),
         properties=table.properties,
         managed_versioning=True if managed else None,
     )

@@ -5,7 +5,9 @@ task runs and hands its namespace properties (root, ``storage.*`` with the crede
 management ...) to ``spark-submit`` as the environment variable ``LANCE_NAMESPACE_PROPERTIES``: not on the
 command line (argv), not in a template field (the rendered-template view), not in the Spark conf (Spark UI and
 event log). The job (:mod:`airflow_provider_lance.spark.job`) reads it on the driver; the executors receive the
-storage options inside the staging closure.
+storage options inside the staging closure. With ``impl=rest`` and a server that vends credentials, the
+environment holds only the server's URI and token: driver and executors get temporary credentials scoped to the
+batch's tables from the server, and the executors renew them there (docs/rest.md, "Credential vending").
 """
 
 from __future__ import annotations

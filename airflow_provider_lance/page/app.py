@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from airflow_provider_lance.page.catalog import RUN_SCAN_LIMIT, CatalogReader
 from airflow_provider_lance.page.chart import growth_chart
+from airflow_provider_lance.utils.http_status import status_of
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 HERE = Path(__file__).parent
@@ -47,16 +48,6 @@ class BadRequestError(ValueError):
 
 class UnknownSourceError(LookupError):
     """Raised by a namespace function for a source (e.g. a connection id) it does not know or may not show."""
-
-
-_STATUS = {
-    ln.TableNotFoundError: 404,
-    ln.NamespaceNotFoundError: 404,
-    ln.TableVersionNotFoundError: 404,
-    ln.InvalidInputError: 400,
-    ln.PermissionDeniedError: 403,
-    ln.UnauthenticatedError: 403,
-}
 
 
 #: What a page shows for an unknown number.
@@ -173,9 +164,8 @@ class CatalogPage:
                 return self.render(page, "error.html", 404, title="Unknown catalog", message=str(err.args[0]))
             except BadRequestError as err:
                 return self.render(page, "error.html", 400, title="Bad request", message=str(err))
-            except ln.LanceNamespaceError as err:
-                status = next((code for cls, code in _STATUS.items() if isinstance(err, cls)), 502)
-                return self.render(page, "error.html", status, title=type(err).__name__, message=str(err))
+            except ln.LanceNamespaceError as err:  # the status the REST server gives the same error
+                return self.render(page, "error.html", status_of(err.code), title=type(err).__name__, message=str(err))
             except (OSError, ValueError, RuntimeError) as err:  # pylance reading the table's files
                 log.warning("Cannot read the files of a table: %s", type(err).__name__)
                 return self.render(page, "error.html", 502, title="Cannot read the table's files", message=str(err))

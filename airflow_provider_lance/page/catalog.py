@@ -10,9 +10,9 @@ anything returned here.
 from __future__ import annotations
 
 import logging
-import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +20,8 @@ import lance
 import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
-from airflow_provider_lance.page.models import Run, RunCommit, SchemaDiff, TableSummary, VersionRow
+from airflow_provider_lance.namespace.identifiers import VERSIONS_DIR, parse_staged_manifest_name
+from airflow_provider_lance.namespace.storage import Storage, normalize_root
 from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
 
 log = logging.getLogger(__name__)
@@ -37,14 +38,91 @@ SEARCH_RESULTS = 100
 RUN_SCAN_LIMIT = 500
 # Names per list call when the page reads many (counting, searching): one call for a namespace of 10,000 tables.
 _LIST_PAGE = 10_001
-_STAGED = re.compile(r"^(\d+)\.manifest-[0-9a-f-]+$")
-_U64_MAX = 2**64 - 1
 # Committed manifests never change: what was read from them is kept (oldest entries dropped first).
 _CACHE_SIZE = 4096
 _SUMMARIES_SIZE = 64
 _CACHE_LOCK = threading.Lock()
 _OPERATIONS: dict[tuple[str, int], str | None] = {}
 _SUMMARIES: dict[tuple[str, int], dict[int, tuple[int | None, int | None]]] = {}
+
+
+# -- what the page shows ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """The Airflow DAG run (and task) that committed a version, parsed from the version's metadata."""
+
+    run: str
+    dag_id: str
+    run_id: str
+    task_id: str | None
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, str] | None) -> Run | None:
+        """Return the run recorded in version metadata, None when the version records none.
+
+        :param metadata: the version's metadata.
+        """
+        run = (metadata or {}).get(RUN_ID_METADATA)
+        if not run:
+            return None
+        dag_id, _, run_id = run.partition("/")
+        key = (metadata or {}).get(RUN_KEY_METADATA, "")
+        task = key[len(run) + 1 :].rsplit("/", 1)[0] if key.startswith(run + "/") else None
+        return cls(run=run, dag_id=dag_id, run_id=run_id, task_id=task or None)
+
+
+@dataclass
+class VersionRow:
+    """One line of a version history."""
+
+    version: int
+    timestamp: datetime | None
+    tags: list[str] = field(default_factory=list)
+    rows: int | None = None
+    size: int | None = None
+    operation: str | None = None
+    run: Run | None = None
+    state: str = "committed"
+
+
+@dataclass
+class TableSummary:
+    """The table page: what the namespace and the latest version say about a table."""
+
+    table_id: list[str]
+    location: str | None
+    version: int | None
+    managed_versioning: bool | None
+    schema: list[tuple[str, str, bool]] = field(default_factory=list)
+    rows: int | None = None
+    size: int | None = None
+    tags: dict[str, int | None] | None = None
+    branches: list[str] | None = None
+    indices: list[str] | None = None
+    declared_only: bool = False
+
+
+@dataclass
+class SchemaDiff:
+    """Two versions side by side."""
+
+    left: VersionRow
+    right: VersionRow
+    added: list[tuple[str, str]]
+    removed: list[tuple[str, str]]
+    changed: list[tuple[str, str, str]]
+    unchanged: list[tuple[str, str]]
+
+
+@dataclass
+class RunCommit:
+    """What one task of a run committed: one line per batch (all tables of one commit task)."""
+
+    task_id: str | None
+    timestamp: datetime | None
+    versions: list[tuple[list[str], int]]
 
 
 def _timestamp(millis: int | None) -> datetime | None:
@@ -57,15 +135,6 @@ def _field(value: Any, name: str) -> Any:
 
 def _schema_fields(schema: Any) -> list[tuple[str, str, bool]]:
     return [(f.name, str(f.type), bool(f.nullable)) for f in schema]
-
-
-def _staged_version(name: str) -> int | None:
-    """Return the version of a staged manifest file name (``<final name>-<uuid>``), None for other files."""
-    match = _STAGED.match(name)
-    if not match:
-        return None
-    number = int(match.group(1))
-    return _U64_MAX - number if number > _U64_MAX // 2 else number
 
 
 def _operation(dataset: lance.LanceDataset, version: int) -> str | None:
@@ -275,20 +344,13 @@ class CatalogReader:
         :param options: storage options.
         :param latest: the latest committed version.
         """
-        import fsspec
-
-        from airflow_provider_lance.namespace.s3 import s3fs_arguments
-
-        kwargs = s3fs_arguments(options or {}) if location.startswith(("s3://", "s3a://")) else {}
         try:
-            fs, path = fsspec.core.url_to_fs(location.rstrip("/") + "/_versions", **kwargs)
-            names = [entry.rsplit("/", 1)[-1] for entry in fs.ls(path, detail=False)]
-        except FileNotFoundError:
-            return []
-        except (OSError, ImportError, ValueError) as err:  # a store fsspec cannot list: the page goes on without
+            names = Storage(normalize_root(location), dict(options or {})).list_names(VERSIONS_DIR)
+        except (ln.LanceNamespaceError, OSError, ImportError, ValueError) as err:  # a store the engine cannot list
             log.warning("Cannot list the staged versions of %s: %s", location, type(err).__name__)
             return []
-        staged = {v for v in map(_staged_version, names) if v is not None and v > latest}
+        parsed = (parse_staged_manifest_name(name) for name in names)
+        staged = {found[0] for found in parsed if found is not None and found[0] > latest}
         return sorted(staged, reverse=True)
 
     def growth(self, table_id: Sequence[str]) -> list[tuple[int, int | None, int | None]]:

@@ -124,7 +124,8 @@ def build_app() -> Starlette:
         max_body_bytes=config["max_body_bytes"],
         body_timeout=config["body_timeout"],
         threads=config["threads"],
-        vend_credentials=properties.get("credential_vending_enabled", "false").lower() == "true",
+        # temporary, table-scoped credentials only (credential_vendor.*): main() refuses the namespace's own
+        vend_credentials=namespace.config.credential_vendor is not None,
     )
     page_app = None
     if config["page"]:
@@ -148,10 +149,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"Refusing to listen on {args.host} without --token-file: anyone who reaches it could change the "
             "catalog. Give --token-file, listen on 127.0.0.1, or pass --allow-unauthenticated."
         )
+    properties = _properties(args)
+    if str(properties.get("credential_vending_enabled", "false")).strip().lower() != "false":
+        raise SystemExit(
+            "credential_vending_enabled hands the server's own long-lived storage keys to every caller: the "
+            "server refuses it. Vend temporary table-scoped credentials instead: credential_vendor.enabled=true "
+            "and credential_vendor.aws_role_arn=... (docs/rest.md, 'Credential vending')"
+        )
     if bool(args.tls_certfile) != bool(args.tls_keyfile):
         raise SystemExit("--tls-certfile and --tls-keyfile go together")
     config = {
-        "properties": _properties(args),
+        "properties": properties,
         "tokens": sorted(tokens),
         "max_body_bytes": args.max_body_bytes,
         "body_timeout": args.body_timeout,

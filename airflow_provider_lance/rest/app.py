@@ -32,7 +32,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from airflow_provider_lance.namespace.root_check import check_root
 from airflow_provider_lance.rest.metrics import ServerMetrics
 from airflow_provider_lance.rest.requests import build_request
 from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
@@ -58,8 +57,9 @@ class ServerSettings:
     :param max_body_bytes: Larger request bodies get 413.
     :param body_timeout: Seconds a client may take to send its body (408 after that).
     :param threads: Namespace calls served at once (the rest wait for a thread).
-    :param vend_credentials: Whether responses may carry ``storage_options`` (the namespace's
-        ``credential_vending_enabled``); without it they are removed from every response.
+    :param vend_credentials: Whether responses may carry credentials in ``storage_options`` (the engine's
+        temporary, table-scoped ones: ``credential_vendor.enabled``); without it they are removed from every
+        response.
     """
 
     tokens: frozenset[str] = field(default_factory=frozenset)
@@ -215,7 +215,7 @@ class NamespaceService:
         def probe() -> str | None:
             catalog = getattr(self.namespace, "catalog", None)
             if catalog is not None:
-                problem = check_root(catalog.config.root, catalog.storage.options, probe_write=False)
+                problem = catalog.storage.check_root(probe_write=False)
                 if problem:
                     return problem
             self.namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1))

@@ -36,6 +36,7 @@ class RestNamespace(lance.namespace.RestNamespace):
 
     def __init__(self, **properties: Any) -> None:
         super().__init__(**properties)
+        self._properties = {str(key): str(value) for key, value in properties.items()}
         self._uri = str(properties["uri"]).rstrip("/")
         self._delimiter = str(properties.get("delimiter", "$"))
         self._headers = {
@@ -48,6 +49,12 @@ class RestNamespace(lance.namespace.RestNamespace):
 
     def __repr__(self) -> str:  # never the headers: they hold the token
         return f"RestNamespace(uri={self._uri!r})"
+
+    def client_properties(self) -> dict[str, str]:
+        """The properties this client was built with (``uri``, ``header.*`` with the token, ``tls.*``): what a
+        Spark executor needs to ask the server for new vended credentials. Secret: keep them off argv, the
+        Spark conf and logs."""
+        return dict(self._properties)
 
     def readiness_problem(self) -> str | None:
         """Why the server's catalog is not ready (its ``/ready`` route), or None when it is."""

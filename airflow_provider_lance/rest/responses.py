@@ -1,7 +1,7 @@
 """From an operation's result or error to the HTTP response of the protocol.
 
-Errors carry the protocol's error body, ``{"error": <message>, "code": <ErrorCode>}``, with the HTTP status the
-reference ``RestAdapter`` gives the same code (measured and tested in ``tests/rest/test_differential.py``).
+Errors carry the protocol's error body, ``{"error": <message>, "code": <ErrorCode>}``, with the HTTP status of
+their code (``utils/http_status.py``, shared with the catalog page).
 Nothing but a ``lance_namespace`` error's own message ever reaches a client: any other exception is logged
 with its traceback and answered with code 18 and the request id to look it up.
 """
@@ -17,57 +17,13 @@ from lance_namespace import ErrorCode, LanceNamespaceError
 from starlette.responses import JSONResponse, Response
 
 from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS
+from airflow_provider_lance.utils.http_status import status_of
 
 log = logging.getLogger(__name__)
 
 _SECRET_MARKERS = ("secret", "password", "token", "credential", "session", "sas", "account_key", "private")
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
-
-_STATUS: dict[ErrorCode, int] = {
-    **dict.fromkeys(
-        (
-            ErrorCode.NAMESPACE_NOT_FOUND,
-            ErrorCode.TABLE_NOT_FOUND,
-            ErrorCode.TABLE_INDEX_NOT_FOUND,
-            ErrorCode.TABLE_TAG_NOT_FOUND,
-            ErrorCode.TRANSACTION_NOT_FOUND,
-            ErrorCode.TABLE_VERSION_NOT_FOUND,
-            ErrorCode.TABLE_COLUMN_NOT_FOUND,
-            ErrorCode.TABLE_BRANCH_NOT_FOUND,
-        ),
-        404,
-    ),
-    **dict.fromkeys(
-        (
-            ErrorCode.NAMESPACE_ALREADY_EXISTS,
-            ErrorCode.TABLE_ALREADY_EXISTS,
-            ErrorCode.TABLE_INDEX_ALREADY_EXISTS,
-            ErrorCode.TABLE_TAG_ALREADY_EXISTS,
-            ErrorCode.TABLE_BRANCH_ALREADY_EXISTS,
-            ErrorCode.CONCURRENT_MODIFICATION,
-            ErrorCode.NAMESPACE_NOT_EMPTY,
-            ErrorCode.INVALID_TABLE_STATE,
-        ),
-        409,
-    ),
-    ErrorCode.INVALID_INPUT: 400,
-    ErrorCode.TABLE_SCHEMA_VALIDATION_ERROR: 400,
-    ErrorCode.UNSUPPORTED: 406,
-    ErrorCode.PERMISSION_DENIED: 403,
-    ErrorCode.UNAUTHENTICATED: 401,
-    ErrorCode.SERVICE_UNAVAILABLE: 503,
-    ErrorCode.THROTTLING: 429,
-    ErrorCode.INTERNAL: 500,
-}
-
-
-def status_of(code: int) -> int:
-    """The HTTP status of a ``lance_namespace`` error code (500 for a code this release does not know)."""
-    try:
-        return _STATUS.get(ErrorCode(code), 500)
-    except ValueError:
-        return 500
 
 
 def error_response(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:

@@ -21,7 +21,7 @@ import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import lance_namespace as ln
 import pyarrow as pa
@@ -275,9 +275,20 @@ def _prepare_write(
         write_mode=write_mode,
         storage_options=dict(target.storage_options),
         max_rows_per_file=max_rows_per_file,
+        **_refresh(staging.inner, target),
     )
     log.info("Writing %s (%s on version %s)", table_id_key(table_id), mode, target.read_version)
     return _PendingWrite(df=df, target=target, schema=schema, mode=mode, writer=writer)
+
+
+def _refresh(namespace: ln.LanceNamespace, target: StagingTarget) -> dict[str, Any]:
+    """How executors renew vended credentials (they expire: ``expires_at_millis``): from the REST server that
+    vended them, with the client's properties. Other credentials (the job's own, or an in-process engine's)
+    do not expire and need nothing."""
+    client_properties = getattr(namespace, "client_properties", None)  # our REST client
+    if client_properties is None or "expires_at_millis" not in target.storage_options:
+        return {}
+    return {"refresh_from": client_properties(), "table_id": list(target.table_id)}
 
 
 def stage_dataframes(

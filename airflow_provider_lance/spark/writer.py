@@ -33,6 +33,8 @@ def write_partition(
     write_mode: str,
     storage_options: dict[str, str],
     max_rows_per_file: int,
+    refresh_from: dict[str, str] | None = None,
+    table_id: list[str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Write one Spark partition as Lance fragments (runs in a Spark Python worker, in ``mapInArrow``).
 
@@ -48,6 +50,10 @@ def write_partition(
     :param write_mode: ``append`` (checked against the table's schema) or ``overwrite`` (new field ids).
     :param storage_options: storage options for the table's files.
     :param max_rows_per_file: the largest number of rows in one data file.
+    :param refresh_from: when ``storage_options`` are vended (they expire), the REST client properties (``uri``,
+        ``header.*``) of the catalog that vended them: pylance asks it for new ones (DescribeTable of
+        ``table_id`` with ``vend_credentials=true``) before they expire.
+    :param table_id: the table, with ``refresh_from``.
     :return: one batch of ``(fragment, writer_pid)`` rows (none for an empty partition).
     """
     global _worker_frozen
@@ -76,6 +82,11 @@ def write_partition(
         yield first
         yield from stream
 
+    refresh = {}
+    if refresh_from is not None:
+        import lance.namespace
+
+        refresh = {"namespace_client": lance.namespace.RestNamespace(**refresh_from), "table_id": table_id}
     fragments = lance.fragment.write_fragments(
         pa.RecordBatchReader.from_batches(schema, chained()),
         location,
@@ -83,6 +94,7 @@ def write_partition(
         mode=write_mode,
         storage_options=storage_options or None,
         max_rows_per_file=max_rows_per_file,
+        **refresh,
     )
     texts = [json.dumps(f.to_json(), separators=(",", ":")) for f in fragments]
     yield pa.RecordBatch.from_pydict(

@@ -9,7 +9,7 @@ import lance_namespace as ln
 import pytest
 
 from airflow_provider_lance.hooks.lance import DEFAULT_IMPL, LanceHook
-from tests.airflow_helpers import skip_if_unsupported, stage_append, write_table
+from tests.airflow_helpers import stage_append, write_table
 
 
 class TestConfig:
@@ -230,7 +230,7 @@ def test_batch_create_table_versions(set_conn, engine_impl):
     write_table(hook.namespace, ["a"])
     write_table(hook.namespace, ["b"])
     entries = [stage_append(hook.namespace, ["a"]), stage_append(hook.namespace, ["b"])]
-    response = skip_if_unsupported(hook.batch_create_table_versions, entries)
+    response = hook.batch_create_table_versions(entries)
     assert [v.version for v in response.versions] == [2, 2]
     assert hook.get_latest_version("a") == 2
     assert hook.get_latest_version("b") == 2

@@ -11,6 +11,7 @@ import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace import identifiers as ids
 from tests.conftest import tree_snapshot
 from tests.namespace.helpers_versions import make_ns, read, rows, stage, versions
 
@@ -131,3 +132,34 @@ def test_malformed_batches_are_refused(root: Path, operations: list[ln.CommitTab
 def test_the_reference_does_not_implement_it(tmp_path: Path) -> None:
     with pytest.raises((ln.UnsupportedOperationError, NotImplementedError)):
         ReferenceNamespace(root=str(tmp_path)).batch_commit_tables(ln.BatchCommitTablesRequest(operations=[]))
+
+
+@pytest.mark.parametrize("through", ["declare_table", "batch_commit_tables"])
+def test_losing_the_reservation_race_is_table_already_exists(
+    root: Path, monkeypatch: pytest.MonkeyPatch, through: str
+) -> None:
+    """DeclareTable and BatchCommitTables share one declare path: a declare that finds the location empty and
+    then loses the ``.lance-reserved`` put-if-not-exists to a concurrent declare (whose marker is there when it
+    writes) answers TableAlreadyExists in both, and leaves the winner's marker and nothing else."""
+    ns = _catalog(root)
+    location = ids.table_location(["p", "t"], ns.config.dir_listing_enabled)
+    real_list_dir = ns.storage.list_dir
+
+    def list_dir_then_lose(key: str = "") -> dict[str, object]:
+        listed = real_list_dir(key)
+        if key == location:  # the concurrent declare writes its marker right after this listing
+            ns.storage.put_if_not_exists(f"{location}/.lance-reserved", b"reserved")
+        return listed
+
+    monkeypatch.setattr(ns.storage, "list_dir", list_dir_then_lose)
+    monkeypatch.setattr(ids, "table_location", lambda parts, dir_listing: location)  # the same random location
+    request = ln.DeclareTableRequest(id=["p", "t"])
+    with pytest.raises(ln.TableAlreadyExistsError, match="declared concurrently"):
+        if through == "declare_table":
+            ns.declare_table(request)
+        else:
+            ns.batch_commit_tables(
+                ln.BatchCommitTablesRequest(operations=[ln.CommitTableOperation(declare_table=request)])
+            )
+    assert sorted(p.name for p in (root / location).iterdir()) == [".lance-reserved"]  # the winner's, kept
+    assert ns.manifest.get("p$t") is None

@@ -108,8 +108,8 @@ def test_race_declare_table(pool: Pool, root: Path, table_id: list[str]) -> None
     outcomes = pool.run("race_declare_table", [{"root": str(root), "table_id": table_id}] * WORKERS)
     counts = Counter(status for status, _ in outcomes)
     assert counts["ok"] == 1, outcomes
-    # Losers see the row (5) or lose the .lance-reserved put-if-not-exists (14).
-    assert set(counts) <= {"ok", "TableAlreadyExistsError:5", "ConcurrentModificationError:14"}, outcomes
+    # Losers see the row or lose the .lance-reserved put-if-not-exists: the table exists either way (5).
+    assert counts == {"ok": 1, "TableAlreadyExistsError:5": WORKERS - 1}, outcomes
     table_rows = [r for r in ns.manifest.query() if r.object_type == TABLE]
     assert [r.object_id for r in table_rows] == ["$".join(table_id)]
     # Losers removed what they wrote: exactly one table directory, the one the row points at.

@@ -89,6 +89,9 @@ def test_roots_with_special_characters_are_separate_catalogs(tmp_path: Path, spe
     # the same root given as a file:// URI (escaped) is the same catalog
     uri = DirectoryNamespace(root=str(odd)).config.root
     assert _count(DirectoryNamespace(root=uri), ["r"]) == 2
+    # the root check (connection test, REST readiness) looks at that directory, not at its escaped name
+    assert DirectoryNamespace(root=uri).storage.check_root() is None
+    assert "does not exist" in DirectoryNamespace(root=str(odd / special)).storage.check_root()
 
 
 def _ipc(rows: int) -> bytes:

@@ -5,6 +5,7 @@ wrong key is refused with 403)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import traceback
 import uuid
@@ -149,3 +150,49 @@ def test_responses_carry_no_credentials_unless_vending_is_enabled(servers) -> No
     assert vended.storage_options["aws_secret_access_key"] == SECRET
     declined = vending.describe_table(ln.DescribeTableRequest(id=["db", "t"], vend_credentials=False))
     _assert_clean(declined.model_dump_json(), "a request declining credentials")
+
+
+@pytest.mark.s3
+def test_vended_credentials_never_carry_the_namespaces_own(servers, caplog: pytest.LogCaptureFixture) -> None:
+    """With ``credential_vendor.enabled`` (even beside ``credential_vending_enabled``) responses carry STS's
+    temporary credentials, never the namespace's key, secret or session token; and neither those nor the vended
+    secret and token reach any log at DEBUG (botocore logs STS's answers there)."""
+    import boto3
+
+    server, _ = servers
+    trust = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]}
+    role = boto3.client(
+        "iam", endpoint_url=server.endpoint, region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
+    ).create_role(RoleName=f"secrets-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust))
+    caplog.set_level(logging.DEBUG)
+    properties = _properties(
+        server.endpoint,
+        f"s3://secrets/{uuid.uuid4().hex}",
+        credential_vending_enabled="true",
+        **{"credential_vendor.enabled": "true", "credential_vendor.aws_role_arn": role["Role"]["Arn"]},
+    )
+    ns = DirectoryNamespace(**properties)
+    responses = [
+        ns.declare_table(ln.DeclareTableRequest(id=["t"])),
+        ns.describe_table(ln.DescribeTableRequest(id=["t"], vend_credentials=True)),
+        ns.create_table(ln.CreateTableRequest(id=["c"]), _ipc_of_one_row()),
+    ]
+    vended = set()
+    for response in responses:
+        _assert_clean(response.model_dump_json(), type(response).__name__)
+        options = response.storage_options
+        assert options["aws_session_token"] and options["expires_at_millis"]
+        vended |= {options["aws_secret_access_key"], options["aws_session_token"]}
+    logs = "\n".join(record.getMessage() for record in caplog.records)
+    _assert_clean(logs, "DEBUG logs of a vending namespace")
+    assert not any(secret in logs for secret in vended), "a vended secret or session token reached a log"
+
+
+def _ipc_of_one_row() -> bytes:
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    table = pa.table({"x": [1]})
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()

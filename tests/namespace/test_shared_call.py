@@ -1,4 +1,7 @@
-"""SharedCall: overlapping callers share calls, and no caller is answered by a call that started before it."""
+"""SharedCall: overlapping callers share calls, and no caller is answered by a call that started before it.
+
+The order of events is forced, never left to sleeps: a call is held open until the callers under test are
+known to wait for it (``_waiting``)."""
 
 from __future__ import annotations
 
@@ -10,14 +13,23 @@ import pytest
 from airflow_provider_lance.namespace.shared_call import SharedCall
 
 
+def _waiting(shared: SharedCall, callers: int, timeout: float = 10.0) -> None:
+    """Return once ``callers`` threads wait on ``shared``'s condition (CPython's ``Condition._waiters``: the one
+    way to observe that a thread has arrived and is blocked, rather than guessing with a sleep)."""
+    deadline = time.monotonic() + timeout
+    while len(shared._condition._waiters) < callers:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, f"fewer than {callers} callers ever waited"
+        time.sleep(0.001)
+
+
 def test_overlapping_callers_share_calls_started_after_they_arrived() -> None:
     started: list[float] = []
-    lock = threading.Lock()
+    shared: SharedCall[float]
 
     def listing() -> float:
-        with lock:
-            started.append(time.monotonic())
-        time.sleep(0.05)
+        started.append(time.monotonic())
+        if len(started) == 1:
+            _waiting(shared, 31)  # every other caller arrived during this call
         return started[-1]
 
     shared = SharedCall(listing)
@@ -35,29 +47,31 @@ def test_overlapping_callers_share_calls_started_after_they_arrived() -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(started) <= 3  # 32 callers, a handful of listings
+    assert len(started) == 2  # the call under way, then one call shared by the 31 that arrived during it
     assert all(answers[i] >= arrivals[i] for i in range(32))  # each answer started after its caller arrived
 
 
 def test_a_caller_arriving_during_a_call_waits_for_the_next_one() -> None:
     calls = iter(range(100))
+    running = threading.Event()
     release = threading.Event()
 
     def listing() -> int:
         number = next(calls)
         if number == 0:
-            release.wait(5)
+            running.set()
+            assert release.wait(10)
         return number
 
     shared = SharedCall(listing)
     first: list[int] = []
     runner = threading.Thread(target=lambda: first.append(shared()))
     runner.start()
-    time.sleep(0.05)  # call 0 is running
+    assert running.wait(10)  # call 0 is running
     late: list[int] = []
     waiter = threading.Thread(target=lambda: late.append(shared()))
     waiter.start()
-    time.sleep(0.05)
+    _waiting(shared, 1)  # the late caller arrived during call 0
     release.set()
     runner.join()
     waiter.join()

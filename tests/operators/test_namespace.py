@@ -10,7 +10,7 @@ from tests.operators.context import make_context
 
 
 def test_namespace_operators(hook):
-    created = LanceCreateNamespaceOperator(task_id="c", namespace_id="a.b" if False else "a").execute(make_context())
+    created = LanceCreateNamespaceOperator(task_id="c", namespace_id="a").execute(make_context())
     assert created == {"namespace_id": ["a"], "created": True}
     again = LanceCreateNamespaceOperator(task_id="c", namespace_id=["a"]).execute(make_context())
     assert again == {"namespace_id": ["a"], "created": False}

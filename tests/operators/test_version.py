@@ -14,7 +14,7 @@ from airflow_provider_lance.operators.version import (
     LanceBatchDeleteTableVersionsOperator,
     LanceCreateTableVersionOperator,
 )
-from tests.airflow_helpers import engine_available, skip_if_unsupported, stage_append, write_table
+from tests.airflow_helpers import stage_append, write_table
 from tests.operators.context import make_context
 
 
@@ -24,8 +24,6 @@ from tests.operators.context import make_context
     ids=["dir", "default", "default-table_version_management"],
 )
 def test_create_table_version_emits_asset_event_and_is_not_committed_twice(set_conn, lance_root, conn_impl, extra):
-    if conn_impl == "default" and not engine_available():
-        pytest.skip("airflow_provider_lance.namespace.DirectoryNamespace is not importable yet")
     set_conn(conn_impl, extra=extra)
     hook = LanceHook()
     write_table(hook.namespace, ["t"])
@@ -41,9 +39,7 @@ def test_create_table_version_emits_asset_event_and_is_not_committed_twice(set_c
     if not extra:
         return  # retry detection needs version metadata, recorded with table version management
 
-    described = hook.describe_table_version("t", 2)
-    if not (described.metadata or {}).get(RUN_KEY_METADATA):
-        pytest.skip("this engine does not record version metadata: retry detection needs it")
+    assert hook.describe_table_version("t", 2).metadata[RUN_KEY_METADATA]  # what retry detection reads
     retry = LanceCreateTableVersionOperator(task_id="commit", table_id="t", **kwargs).execute(make_context("commit"))
     assert retry == {"versions": [{"table_id": ["t"], "version": 2}], "already_committed": True}
     assert hook.get_latest_version("t") == 2
@@ -81,7 +77,7 @@ def test_batch_create_from_all_sources(set_conn, engine_impl, tmp_path, lance_ro
         task_id="batch", outlets=[*assets, Asset(uri="s3://x/y", name="o")], **kwargs
     )
     context = make_context("batch")
-    result = skip_if_unsupported(op.execute, context)
+    result = op.execute(context)
     expected = [{"table_id": ["ns", "a"], "version": 2}, {"table_id": ["ns", "b"], "version": 2}]
     assert result == {"versions": expected, "already_committed": False}
     assert context["outlet_events"][assets[0]].extra["version"] == 2

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.browser import free_port
 
@@ -38,3 +39,26 @@ def test_command_line_server(root: Path) -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_an_error_has_the_same_status_on_the_page_as_in_rest(tmp_path: Path) -> None:
+    """One error→HTTP mapping (utils/http_status.py): the page over a REST catalog reached without its token
+    answers the UnauthenticatedError with 401, as the REST server answers the request itself."""
+    import lance_namespace as ln
+
+    from airflow_provider_lance.namespace import DirectoryNamespace
+    from airflow_provider_lance.page.app import create_page_app
+    from airflow_provider_lance.rest import ServerSettings
+    from airflow_provider_lance.rest.client import RestNamespace
+    from tests.rest.servers import serve_app, serve_namespace
+
+    settings = ServerSettings(tokens=frozenset({"page-test-token"}))
+    with serve_namespace(DirectoryNamespace(root=str(tmp_path)), settings) as rest_url:
+        assert httpx.get(f"{rest_url}/v1/namespace/$/list").status_code == 401
+        client = RestNamespace(uri=rest_url)  # no token
+        with pytest.raises(ln.UnauthenticatedError):
+            client.list_namespaces(ln.ListNamespacesRequest(id=[]))
+        with serve_app(create_page_app(client)) as page_url:
+            response = httpx.get(f"{page_url}/")
+    assert response.status_code == 401
+    assert "UnauthenticatedError" in response.text and "A valid bearer token is required" in response.text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import ssl
 import subprocess
 import sys
 import threading
@@ -75,7 +76,7 @@ def test_tls(root: Path, tmp_path: Path) -> None:
     args = ["--root", str(root), "--tls-certfile", str(cert_file), "--tls-keyfile", str(key_file), "--no-page"]
     with ServerProcess(args) as server:
         assert server.url.startswith("https://")
-        with httpx.Client(base_url=server.url, verify=str(cert_file)) as http:
+        with httpx.Client(base_url=server.url, verify=ssl.create_default_context(cafile=str(cert_file))) as http:
             assert http.get("/v1/namespace/$/list").json() == {"namespaces": []}
 
 

@@ -25,7 +25,7 @@ def test_lancedb_through_rest(root: Path, managed: str) -> None:
         location = Reference(root=str(root)).describe_table(ln.DescribeTableRequest(id=["t"])).location
         assert sorted(lance.dataset(location).to_table()["id"].to_pylist()) == [3, 4, 10]
         db.drop_table("t")
-        assert list(db.table_names()) == []
+        assert db.list_tables().tables == []
 
 
 @pytest.mark.parametrize("managed", ["false", "true"])

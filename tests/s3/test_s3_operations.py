@@ -167,3 +167,15 @@ def test_reference_reads_our_s3_catalog(s3_props, moto_server):
     reference.create_namespace(ln.CreateNamespaceRequest(id=["other"]))
     reference.declare_table(ln.DeclareTableRequest(id=["other", "r"]))
     assert ours.list_tables(ln.ListTablesRequest(id=["other"])).tables == ["r"]
+
+
+def test_root_check_on_s3(moto_server, s3_root):
+    """``Storage.check_root`` (the connection test, the REST readiness route) on S3: a bucket that exists is
+    usable and the write probe leaves nothing behind; a missing bucket is named."""
+    options = moto_server.storage_options()
+    assert Storage(s3_root, options).check_root() is None
+    assert Storage(s3_root, options).check_root(probe_write=False) is None
+    prefix = s3_root.split("/", 3)[3]
+    assert moto_server.client().list_objects_v2(Bucket="lance-ns", Prefix=prefix).get("KeyCount", 0) == 0
+    problem = Storage("s3://no-such-bucket-h28/catalog", options).check_root()
+    assert problem is not None and "bucket no-such-bucket-h28" in problem and "does not exist" in problem

@@ -8,10 +8,6 @@ Python client ``lance_namespace_urllib3_client``. The REST kinds carry every mar
 ``@pytest.mark.not_rest("why")`` skips a test that is about the Python object itself (its class, its
 ``namespace_id``, its registration), which a REST client is not. Markers that say where an outcome differs:
 
-* ``@pytest.mark.data_plane``: the test needs the data plane (create_table from Arrow IPC, insert, count,
-  query, indices, branches …); strict xfail on ours until issue 14 lands.
-* ``@pytest.mark.ours_fails("what")``: a catalog behaviour the reference has and ours lacks; strict xfail on
-  ours with reason ``issue 12: what``, to be fixed in the engine and un-marked.
 * ``@pytest.mark.reference_lacks("why")``: the reference (pylance 14.0.2) fails it too; skipped there.
 * ``@pytest.mark.ours_by_spec("why")``: the spec asks for other behaviour than upstream's test; skipped on ours
   (the spec's behaviour is tested in tests/namespace).
@@ -46,8 +42,6 @@ _HERE = Path(__file__).parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "data_plane: needs the data plane (strict xfail on ours: issue 14)")
-    config.addinivalue_line("markers", "ours_fails(what): reference passes, ours fails (strict xfail on ours)")
     config.addinivalue_line("markers", "reference_lacks(why): fails on pylance 14.0.2 too (skipped there)")
     config.addinivalue_line("markers", "ours_by_spec(why): the spec differs from upstream's test (skipped on ours)")
     config.addinivalue_line("markers", "not_rest(why, kinds=...): about the Python object (skipped through REST)")
@@ -63,10 +57,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 if kind in mark.kwargs.get("kinds", REST_CLIENTS):
                     item.add_marker(pytest.mark.skip(reason=f"not through REST: {mark.args[0]}"))
         if kind == "ours" or kind in REST_CLIENTS:
-            if item.get_closest_marker("data_plane"):
-                item.add_marker(pytest.mark.xfail(strict=True, reason="data plane: issue 14"))
-            for mark in item.iter_markers("ours_fails"):
-                item.add_marker(pytest.mark.xfail(strict=True, reason=f"issue 12: {mark.args[0]}"))
             for mark in item.iter_markers("ours_by_spec"):
                 item.add_marker(pytest.mark.skip(reason=mark.args[0]))
         elif kind == "reference":

@@ -2,9 +2,10 @@
 version, a branch) or for a write, decoding the Arrow IPC body, and turning pylance's failures into
 ``lance_namespace`` errors.
 
-Writes with table version management go through :class:`CatalogClient`: pylance opens the dataset through the
-namespace (``lance.dataset(namespace_client=..., table_id=...)``), stages each new manifest and commits it
-with CreateTableVersion, so every data-plane write becomes a ``table_version`` row (seed 003). Without
+Writes with table version management go through the ``DirectoryNamespace`` facade (``Catalog.facade``):
+pylance opens the dataset through the namespace (``lance.dataset(namespace_client=..., table_id=...)``),
+stages each new manifest and commits it with CreateTableVersion, so every data-plane write becomes a
+``table_version`` row (seed 003). Without
 management, writes commit straight to ``_versions/`` as any pylance writer does.
 """
 
@@ -17,7 +18,6 @@ import lance
 import pyarrow as pa
 from lance_namespace import (
     InvalidInputError,
-    LanceNamespace,
     LanceNamespaceError,
     TableBranchAlreadyExistsError,
     TableBranchNotFoundError,
@@ -28,11 +28,10 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from airflow_provider_lance.namespace import commit, tables, versions
 from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace import versions
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.data.datasets import open_dataset
-from airflow_provider_lance.namespace.operation import operation
 from airflow_provider_lance.namespace.versions import finish_pending
 
 # Phrases of pylance's error messages (its Python exceptions carry no kind) and what they mean.
@@ -53,23 +52,6 @@ _INVALID_INPUT = (
 _VERSION_NOT_FOUND = ("Version not found error", ".manifest was not found", "Table version not found")
 _REF_CONFLICT = "Ref conflict error"
 _REF_NOT_FOUND = "Ref not found error"
-
-
-class CatalogClient(LanceNamespace):
-    """The namespace pylance commits through for a managed write: the five operations its writer calls back
-    (the same functions the ``DirectoryNamespace`` facade serves), on this catalog."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-
-    def namespace_id(self) -> str:
-        return f"CatalogClient {{ root: '{self.catalog.config.root}' }}"
-
-    declare_table = operation(tables.declare_table)
-    describe_table = operation(tables.describe_table)
-    list_table_versions = operation(versions.list_table_versions)
-    describe_table_version = operation(versions.describe_table_version)
-    create_table_version = operation(commit.create_table_version)
 
 
 def locate(catalog: Catalog, identifier: list[str] | None) -> Table:
@@ -118,7 +100,7 @@ def read_dataset(
 
 
 def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> lance.LanceDataset:
-    """The dataset a write goes to. With management it is opened through :class:`CatalogClient`, so that
+    """The dataset a write goes to. With management it is opened through the namespace (``Catalog.facade``), so that
     each commit is a managed version; a branch write is then refused (its versions are not main-line
     versions, and ``__manifest`` tracks only those)."""
     if catalog.managed():
@@ -128,7 +110,7 @@ def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> 
             )
         table_dataset(catalog, table)  # TableNotFound for a table that is only declared
         with pylance_errors("open"):
-            return lance.dataset(namespace_client=CatalogClient(catalog), table_id=table.parts)
+            return lance.dataset(namespace_client=catalog.facade, table_id=table.parts)
     return read_dataset(catalog, table, branch=branch)
 
 

@@ -6,7 +6,7 @@ import lance
 from lance_namespace import TableTagNotFoundError
 
 from airflow_provider_lance.namespace.catalog import Catalog, Table
-from airflow_provider_lance.namespace.storage_errors import is_not_found_error
+from airflow_provider_lance.namespace.storage import is_not_found_error
 
 
 def open_dataset(catalog: Catalog, table: Table, version: int | None = None) -> lance.LanceDataset | None:

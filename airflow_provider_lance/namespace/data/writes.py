@@ -30,7 +30,6 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.data.access import (
-    CatalogClient,
     locate,
     pylance_errors,
     read_ipc,
@@ -61,9 +60,9 @@ def create_table(
     if table is not None and mode == "create":
         raise TableAlreadyExistsError(f"Table already exists: '{table.object_id}'")
     if table is not None and mode == "exist_ok":
-        return _created(catalog, table, None)
+        return _created(catalog, table, None, request)
     if table is not None:
-        return _created(catalog, table, _write_rows(catalog, table, data, "overwrite"))
+        return _created(catalog, table, _write_rows(catalog, table, data, "overwrite"), request)
     tables.declare_table(catalog, DeclareTableRequest(id=parts, properties=request.properties))
     table = catalog.find_table(parts)
     try:
@@ -73,15 +72,17 @@ def create_table(
             catalog.manifest.delete_table(table.object_id)
         catalog.storage.delete_tree(table.location)
         raise
-    return _created(catalog, table, dataset)
+    return _created(catalog, table, dataset, request)
 
 
-def _created(catalog: Catalog, table: Table, dataset: lance.LanceDataset | None) -> CreateTableResponse:
+def _created(
+    catalog: Catalog, table: Table, dataset: lance.LanceDataset | None, request: CreateTableRequest
+) -> CreateTableResponse:
     return CreateTableResponse(
         location=catalog.storage.uri(table.location),
         version=dataset.version if dataset is not None else None,
         transaction_id=transaction_id(dataset) if dataset is not None else None,
-        storage_options=catalog.response_storage_options(),
+        storage_options=catalog.response_storage_options(table.location, request),
         properties=table.properties,
     )
 
@@ -113,7 +114,7 @@ def _write_rows(
         return dataset
     with pylance_errors(f"first write of '{table.object_id}'"):
         if catalog.managed():
-            return lance.write_dataset(data, namespace_client=CatalogClient(catalog), table_id=table.parts, mode=mode)
+            return lance.write_dataset(data, namespace_client=catalog.facade, table_id=table.parts, mode=mode)
         return lance.write_dataset(  # nothing to append to or overwrite yet
             data,
             catalog.storage.uri(table.location),
