@@ -85,12 +85,21 @@ def version_names(catalog: Catalog, table: Table) -> list[str]:
 
 def version_files(catalog: Catalog, table: Table) -> dict[int, TableVersion]:
     """Final manifests in ``_versions/`` (one listing)."""
+    return _detailed_listing(catalog, table)[1]
+
+
+def _detailed_listing(catalog: Catalog, table: Table) -> tuple[dict[int, str], dict[int, TableVersion]]:
+    """The final manifests in ``_versions/`` by version: their names, and their versions described (one
+    detailed listing)."""
+    directory = ids.versions_dir(table.location)
+    names: dict[int, str] = {}
     found: dict[int, TableVersion] = {}
-    for name, info in catalog.storage.list_dir(ids.versions_dir(table.location)).items():
+    for name, info in catalog.storage.list_dir(directory).items():
         parsed = ids.parse_manifest_name(name)
         if parsed is not None and info is not None:
-            found[parsed[0]] = _file_version(catalog, parsed[0], f"{ids.versions_dir(table.location)}/{name}", info)
-    return found
+            names[parsed[0]] = name
+            found[parsed[0]] = _file_version(catalog, parsed[0], f"{directory}/{name}", info)
+    return names, found
 
 
 def _file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> TableVersion:
@@ -134,13 +143,16 @@ def has_manifests(catalog: Catalog, table: Table) -> bool:
 
 @dataclass(frozen=True)
 class KnownVersions:
-    """Every version of a table, by number, from one names-only listing of ``_versions/`` and (managed) its
-    rows, which win; a version is described only when asked for (:meth:`describe`)."""
+    """Every version of a table, by number, from one listing of ``_versions/`` and (managed) its rows, which
+    win; a version is described only when asked for (:meth:`describe`). The listing is names-only on local
+    disk (no ``stat`` per file); a remote store's listing gives every file's size and e-tag at no cost
+    (``listed``)."""
 
     catalog: Catalog
     table: Table
     files: dict[int, str]  # version -> final manifest name in ``_versions/``
     line: VersionLine
+    listed: dict[int, TableVersion] | None = None  # the files described by a detailed listing
 
     @property
     def numbers(self) -> set[int]:
@@ -151,32 +163,37 @@ class KnownVersions:
         return max(max(self.files, default=0), self.line.latest) or None
 
     def describe(self, numbers: Sequence[int]) -> list[TableVersion]:
-        """These versions (all known): a row's from its metadata, a file's from its listing (one head
-        request for one file, one detailed listing for several)."""
+        """These versions (all known): a row's from its metadata (rows win), a file's from its listing (on
+        local disk one head request for one file, one detailed listing for several)."""
         unrowed = [number for number in numbers if number not in self.line.rows]
-        infos: dict[int, TableVersion] = {}
-        if len(unrowed) == 1:
-            key = f"{ids.versions_dir(self.table.location)}/{self.files[unrowed[0]]}"
-            with contextlib.suppress(FileNotFoundError):  # removed since the listing: not found below
-                infos[unrowed[0]] = _file_version(self.catalog, unrowed[0], key, self.catalog.storage.info(key))
-        elif unrowed:
-            infos = version_files(self.catalog, self.table)
+        infos: dict[int, TableVersion] = self.listed if self.listed is not None else {}
+        if unrowed and self.listed is None:  # not described by the listing
+            if len(unrowed) == 1:
+                key = f"{ids.versions_dir(self.table.location)}/{self.files[unrowed[0]]}"
+                with contextlib.suppress(FileNotFoundError):  # removed since the listing: not found below
+                    infos = {unrowed[0]: _file_version(self.catalog, unrowed[0], key, self.catalog.storage.info(key))}
+            else:
+                infos = version_files(self.catalog, self.table)
         if any(number not in infos for number in unrowed):
             raise TableVersionNotFoundError(f"Table versions of '{self.table.object_id}' removed concurrently")
         return [
-            infos[number]
-            if number in infos
-            else table_version_from(number, finish(self.catalog, self.table, number, _row(self.line, number)))
+            table_version_from(number, finish(self.catalog, self.table, number, _row(self.line, number)))
+            if number in self.line.rows
+            else infos[number]
             for number in numbers
         ]
 
 
 def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersions:
     """The table's versions (:class:`KnownVersions`), any commit that stopped after its row finished first."""
-    files = {parsed[0]: name for name in version_names(catalog, table) if (parsed := ids.parse_manifest_name(name))}
+    listed = None
+    if catalog.storage.is_remote:
+        files, listed = _detailed_listing(catalog, table)
+    else:
+        files = {parsed[0]: name for name in version_names(catalog, table) if (parsed := ids.parse_manifest_name(name))}
     if managed:
         finish_pending(catalog, table)
-    return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS)
+    return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS, listed)
 
 
 def all_versions(catalog: Catalog, table: Table, managed: bool) -> dict[int, TableVersion]:

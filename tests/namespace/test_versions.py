@@ -447,3 +447,18 @@ def test_describe_answers_the_schema_of_the_version_its_row_names(root: Path) ->
         described = namespace.describe_table(describe)
         assert described.version == 2
         assert [f.name for f in described.var_schema.fields] == ["other"]
+
+
+def test_a_page_of_file_versions_and_managed_rows_describes_rows_from_their_rows(root: Path) -> None:
+    """Versions from before management (files only) and managed commits (rows) on one page: the rows win, with
+    the metadata their commits gave (a page with several file-only versions reads one detailed listing)."""
+    _, table_id = _table_with_versions(root, managed=False, count=3)  # versions 1-3: files only
+    managed = make_ns(root, managed=True)
+    for version in (4, 5):
+        entry = stage(managed, {tuple(table_id): rows(1, 10 * version)})[0]
+        entry.metadata = {"run": f"r{version}"}
+        batch(managed, [entry])
+    listed = managed.list_table_versions(ln.ListTableVersionsRequest(id=table_id, limit=4, descending=True)).versions
+    assert [v.version for v in listed] == [5, 4, 3, 2]
+    assert [v.metadata for v in listed] == [{"run": "r5"}, {"run": "r4"}, None, None]
+    assert all(v.manifest_path.endswith(manifest_name(v.version, "V2")) and v.manifest_size for v in listed)
