@@ -13,6 +13,7 @@ from typing import Any
 from benchmarks import (
     batch,
     data_plane,
+    managed,
     operations,
     page,
     poke,
@@ -34,6 +35,7 @@ from benchmarks.notes import ENGINE_NOTES, PROFILE_NOTES, RUN_IT
 # measure), renders its part with ``section(results)`` and, where it has goals, ``targets(results)``.
 SECTIONS: list[ModuleType] = [
     operations,
+    managed,
     batch,
     writes,
     poke,

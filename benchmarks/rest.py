@@ -264,12 +264,14 @@ def _authorization_in_process(principals: list[dict[str, Any]], token: str) -> f
     return (time.perf_counter() - started) / calls * 1e6
 
 
-def _servers_workload(servers: dict[str, _Server]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
-    """Declares, then reads, from 1, 8 and 32 clients against each server."""
+def servers_workload(
+    servers: dict[str, _Server], clients_counts: tuple[int, ...] = CLIENTS
+) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """Declares, then reads, from 1, 8 and 32 clients (``clients_counts``) against each server."""
     for server in servers.values():
         _populate(server)
     results: dict[str, dict[str, dict[str, dict[str, float]]]] = {name: {} for name in servers}
-    for clients in CLIENTS:
+    for clients in clients_counts:
         for operation in OPERATIONS:
             for name, numbers in _measure(servers, clients, operation).items():
                 results[name].setdefault(str(clients), {})[operation] = numbers
@@ -392,7 +394,7 @@ def run() -> dict[str, Any]:
         for name in SERVERS:
             (work / name).mkdir()
         with ours({"root": str(work / "ours")}) as mine, reference({"root": str(work / "reference")}) as theirs:
-            results.update(_servers_workload({"ours": mine, "reference": theirs}))
+            results.update(servers_workload({"ours": mine, "reference": theirs}))
         results["direct_describe_p50_ms"] = _direct_describe_p50({"root": str(work / "ours")})
         results["reference_8_processes_declares_per_s"] = _reference_processes(work, 8, DECLARES)
         results["pokes"] = _pokes(work)

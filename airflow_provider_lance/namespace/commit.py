@@ -42,10 +42,11 @@ from airflow_provider_lance.namespace.versions import (
     locate_line,
     manifests_differ,
     naming_scheme,
+    repoint,
     table_version_from,
     version_files,
+    version_line,
     version_names,
-    version_rows,
 )
 
 log = logging.getLogger(__name__)
@@ -208,15 +209,14 @@ def version_rows_to_insert(
     storage = catalog.storage
     now = int(time.time() * 1000)
     infos = map_concurrently(lambda entry: _staged_info(catalog, entry), entries, storage.is_remote)
-    all_rows = version_rows(catalog, [entry.table for entry in entries])
     latest_of: dict[str, int] = {}
     rows = []
-    for entry, names, table_rows, info in zip(entries, listings, all_rows, infos, strict=True):
+    for entry, names, info in zip(entries, listings, infos, strict=True):
         oid = entry.table.object_id
         # The version check comes first: a retry of a batch that was committed (its staged files are gone
         # by now) must hear "version exists" (14), not "staged manifest not found" (13).
         if oid not in latest_of:
-            latest_of[oid] = latest_number(catalog, entry.table, names, table_rows)
+            latest_of[oid] = latest_number(catalog, entry.table, names, version_line(catalog, entry.table))
         if entry.version != latest_of[oid] + 1:
             raise ConcurrentModificationError(
                 f"Version {entry.version} of '{oid}' is not the next version (latest is {latest_of[oid]})"
@@ -270,7 +270,7 @@ def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[Ma
     ]
     if finalized:
         try:
-            catalog.manifest.upsert(finalized)
+            repoint(catalog, finalized)
         except Exception as error:
             if not is_transient_error(error):
                 raise

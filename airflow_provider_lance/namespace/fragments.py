@@ -17,6 +17,7 @@ import lance
 import pyarrow as pa
 from lance.fragment import FragmentMetadata, write_fragments
 
+from airflow_provider_lance.namespace.manifest_rows import sql_string
 from airflow_provider_lance.namespace.storage import Storage
 
 # Lance manifest protobuf (``lance.table.Manifest``): field 11 is ``max_fragment_id``, the highest fragment id
@@ -42,13 +43,75 @@ def commit_append(
 ) -> lance.LanceDataset:
     """Commit ``fragments`` after every fragment of ``dataset``'s version as exactly the next version; raises
     pylance's commit conflict when another writer committed anything since."""
-    first_id = max_fragment_id(dataset) + 1
-    for offset, fragment in enumerate(fragments):
-        fragment.id = first_id + offset
+    _number(dataset, fragments)
     existing = [fragment.metadata for fragment in dataset.get_fragments()]
     return lance.LanceDataset.commit(
         dataset,
         lance.LanceOperation.Merge(existing + fragments, dataset.lance_schema),
+        read_version=dataset.version,
+        max_retries=0,
+        storage_options=storage_options,
+    )
+
+
+def _number(dataset: lance.LanceDataset, fragments: list[FragmentMetadata]) -> None:
+    """Give new fragments the ids after every id the table ever used."""
+    first_id = max_fragment_id(dataset) + 1
+    for offset, fragment in enumerate(fragments):
+        fragment.id = first_id + offset
+
+
+def fragments_holding(
+    dataset: lance.LanceDataset, object_ids: set[str], max_rows: int
+) -> tuple[list[int], list[FragmentMetadata], pa.Table] | None:
+    """How to take the rows of ``object_ids`` out of ``dataset``'s version, newest fragments first: a fragment of
+    at most ``max_rows`` rows is removed and its other rows kept (to be written again), a larger one gets a
+    deletion vector (written now, referenced once committed). (removed fragment ids, updated fragments, kept
+    rows); None when some row is in none of them."""
+    removed: list[int] = []
+    updated: list[FragmentMetadata] = []
+    kept: list[pa.Table] = []
+    predicate = "object_id IN (" + ", ".join(sql_string(oid) for oid in sorted(object_ids)) + ")"
+    remaining = len(object_ids)  # ids are unique in the table: once this many are found, all are
+    for fragment in reversed(dataset.get_fragments()):
+        if not remaining:
+            break
+        if fragment.metadata.physical_rows <= max_rows:
+            rows = fragment.to_table()
+            hits = [oid in object_ids for oid in rows["object_id"].to_pylist()]
+            if any(hits):
+                removed.append(fragment.fragment_id)
+                kept.append(rows.filter([not hit for hit in hits]))
+                remaining -= sum(hits)
+            continue
+        before = fragment.metadata.num_rows
+        after = fragment.delete(predicate)  # unchanged metadata when no row matches
+        if after is None:  # every row of it
+            removed.append(fragment.fragment_id)
+            remaining -= before
+        elif after.num_rows < before:
+            updated.append(after)
+            remaining -= before - after.num_rows
+    if remaining:
+        return None
+    return removed, updated, pa.concat_tables(kept) if kept else dataset.schema.empty_table()
+
+
+def commit_update(
+    dataset: lance.LanceDataset,
+    removed: list[int],
+    updated: list[FragmentMetadata],
+    fragments: list[FragmentMetadata],
+    storage_options: dict[str, str] | None,
+) -> lance.LanceDataset:
+    """Remove the fragments ``removed``, replace ``updated`` (new deletion vectors) and add ``fragments``: a Lance
+    *Update*. Lance rebases it over a concurrent commit it finds compatible (a plain append of other rows: the
+    rows it replaces exist, no duplicate check is at stake) and numbers the new fragments then; with no retries
+    it fails on a guarded append (:func:`commit_append`) or a change of these fragments, and the caller retries
+    on the new version."""
+    return lance.LanceDataset.commit(
+        dataset,
+        lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=fragments),
         read_version=dataset.version,
         max_retries=0,
         storage_options=storage_options,

@@ -26,7 +26,14 @@ from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, UPSERT, DuplicateObjectError, commit_group
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
-from airflow_provider_lance.namespace.manifest_rows import SCHEMA, ManifestRow, RowSelection, rows_table
+from airflow_provider_lance.namespace.manifest_rows import (
+    NO_VERSIONS,
+    SCHEMA,
+    ManifestRow,
+    RowSelection,
+    VersionLine,
+    rows_table,
+)
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage, is_lost_response
@@ -189,6 +196,11 @@ class ManifestTable:
         index = self._index()
         found = index.children_of(parents, object_type) if index is not None else {parent: [] for parent in parents}
         return {parent: [ManifestRow.from_arrow(row) for row in rows] for parent, rows in found.items()}
+
+    def version_line(self, table_oid: str) -> VersionLine:
+        """The ``table_version`` rows of one table (``RowIndex.version_line``)."""
+        index = self._index()
+        return index.version_line(table_oid) if index is not None else NO_VERSIONS
 
     def child_ids(self, prefix: str, object_type: str | None = None) -> list[str]:
         """The object ids of :meth:`children` (no row objects: cheap for long listings)."""

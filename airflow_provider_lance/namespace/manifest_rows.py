@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,50 @@ class ManifestRow:
     def from_arrow(cls, row: Mapping[str, Any]) -> ManifestRow:
         raw = row.get("metadata")
         return cls(row["object_id"], row["object_type"], row.get("location"), json.loads(raw) if raw else None)
+
+
+class VersionRows(Mapping[int, tuple[str, "str | None"]]):
+    """A table's ``table_version`` rows by version number, (object id, metadata JSON) each, read from the Arrow
+    arrays only when asked (a line of 10,000 versions is a dict of numbers, not 20,000 Python strings).
+
+    :param positions: version number → position in ``ids`` and ``metadata``.
+    :param ids: the rows' object ids.
+    :param metadata: the rows' metadata.
+    """
+
+    def __init__(self, positions: dict[int, int], ids: pa.Array, metadata: pa.Array) -> None:
+        self._positions, self._ids, self._metadata = positions, ids, metadata
+
+    def __getitem__(self, version: int) -> tuple[str, str | None]:
+        at = self._positions[version]
+        return self._ids[at].as_py(), self._metadata[at].as_py()
+
+    def __contains__(self, version: object) -> bool:
+        return version in self._positions
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+
+@dataclass(frozen=True)
+class VersionLine:
+    """The ``table_version`` rows of one table in one index.
+
+    :param rows: the rows by version number.
+    :param staged: the versions whose row may still point at a staged manifest (a superset: exact check by
+        the caller), ascending.
+    :param latest: the highest version with a row (0 when none).
+    """
+
+    rows: Mapping[int, tuple[str, str | None]]
+    staged: tuple[int, ...] = ()
+    latest: int = 0
+
+
+NO_VERSIONS = VersionLine({})
 
 
 def sql_string(value: str) -> str:

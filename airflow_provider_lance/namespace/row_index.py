@@ -35,13 +35,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_lance.namespace.identifiers import DELIMITER
-from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION
+from airflow_provider_lance.namespace.manifest_rows import (
+    NAMESPACE,
+    NO_VERSIONS,
+    TABLE,
+    TABLE_VERSION,
+    VersionLine,
+    VersionRows,
+)
 from airflow_provider_lance.namespace.tuning import FIRST_WINDOW as _FIRST_WINDOW
 from airflow_provider_lance.namespace.tuning import LAST_WINDOW as _LAST_WINDOW
 from airflow_provider_lance.namespace.tuning import SORT_AT_ONCE, TAIL_ROWS
 from airflow_provider_lance.namespace.tuning import TAIL_CHUNKS as _TAIL_CHUNKS
 from airflow_provider_lance.namespace.tuning import TAIL_LISTINGS as _TAIL_LISTINGS
+from airflow_provider_lance.namespace.tuning import VERSION_LINES as _VERSION_LINES
 
+# A ``table_version`` row still pointing at a staged manifest (``<final name>-<suffix>``, the last path part of
+# its ``manifest_path``, then the closing quote of the JSON string): a candidate that the reader checks exactly.
+_STAGED_PATH = r'\.manifest-[^/]*"'
 # The byte after the delimiter: ``<id>$...`` sorts before ``<id>%``.
 _AFTER_DELIMITER = chr(ord(DELIMITER) + 1)
 # Object types as one byte in the base (any other type is null: never asked for by type).
@@ -102,6 +113,9 @@ class RowIndex:
         # (prefix, type) -> the tail's child names sorted, as UTF-8 keys and as names: an index never changes,
         # so every page of every listing of a namespace sorts its tail once, not once a call
         self._tail_children: dict[tuple[str, str], tuple[list[bytes], list[str]]] = {}
+        # table object id -> its version line: every describe, poke and commit of a table between two commits
+        # reads its rows once (an index never changes)
+        self._version_lines: dict[str, VersionLine] = {}
 
     @classmethod
     def of(cls, table: pa.Table) -> RowIndex:
@@ -209,6 +223,49 @@ class RowIndex:
             for parent, row in zip(parent_ids.filter(mask).to_pylist(), tail.filter(mask).to_pylist(), strict=True):
                 found[parent].append(row)
         return found
+
+    def version_line(self, table_oid: str) -> VersionLine:
+        """The table's ``table_version`` rows (``<table>$<number>``): one range of the sorted base (its ids
+        read in order, no gather of ids) and one filter of the tail, once per index and table."""
+        line = self._version_lines.get(table_oid)
+        if line is None:
+            line = self._read_version_line(table_oid)
+            if len(self._version_lines) >= _VERSION_LINES:
+                self._version_lines.clear()  # threads may race here: at worst a line is read again
+            self._version_lines[table_oid] = line
+        return line
+
+    def _read_version_line(self, table_oid: str) -> VersionLine:
+        prefix = table_oid + DELIMITER
+        parts: list[tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray]] = []
+        start, stop = self._range(prefix)
+        if stop > start:
+            typed = pc.equal(self._types.slice(start, stop - start), _code(TABLE_VERSION))
+            positions = self._order.slice(start, stop - start).filter(typed)
+            metadata = _gather(self.table.select(["metadata"]), positions)["metadata"]
+            parts.append((self._ids.slice(start, stop - start).filter(typed), metadata))
+        tail = self._tail_descendants(prefix, TABLE_VERSION)
+        if tail.num_rows:
+            parts.append((tail["object_id"], tail["metadata"]))
+        if not parts:
+            return NO_VERSIONS
+        oids, metadata = (pa.chunked_array([column for part in parts for column in _chunks(part[k])]) for k in (0, 1))
+        oids, metadata = _one_chunk(oids), _one_chunk(metadata)
+        numbers = pc.utf8_slice_codeunits(oids, len(prefix))
+        # a version row of this table (not a deeper id); up to 18 digits cast at once, longer ones one by one
+        digits = pc.match_substring_regex(numbers, "^[0-9]+$")
+        short = pc.and_(digits, pc.less_equal(pc.utf8_length(numbers), 18))
+        longer = pc.indices_nonzero(pc.and_(digits, pc.invert(short))).to_pylist()
+        positions = pc.indices_nonzero(short).to_pylist() + longer
+        versions = pc.cast(numbers.filter(short), pa.int64()).to_pylist() + [int(numbers[at].as_py()) for at in longer]
+        if not versions:
+            return NO_VERSIONS
+        by_number = dict(zip(versions, positions, strict=True))
+        # a row without metadata is a candidate too: the reader rejects it
+        candidates = pc.fill_null(pc.match_substring_regex(metadata, _STAGED_PATH), True)
+        staged = set(pc.indices_nonzero(candidates).to_pylist())
+        pending = sorted(number for number, at in by_number.items() if at in staged) if staged else []
+        return VersionLine(VersionRows(by_number, oids, metadata), tuple(pending), max(by_number))
 
     def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
         """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the
@@ -339,6 +396,10 @@ def _codes(types: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 def _one_chunk(array: pa.ChunkedArray) -> pa.Array:
     """The array of a chunked array (no copy when it has one chunk: ``combine_chunks`` copies even then)."""
     return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+
+
+def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
 
 
 def _int32s(buffer: pa.Buffer | None, offset: int, length: int) -> memoryview:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import pyarrow as pa
 from lance_namespace import (
     CreateEmptyTableRequest,
     CreateEmptyTableResponse,
@@ -213,6 +214,29 @@ def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
     return names
 
 
+class _SchemaCache:
+    """The schemas of managed table versions by (table URI, version, the version's ``table_version`` row
+    metadata as stored): a row names one committed manifest (its path, size and e-tag), which never changes,
+    and a new commit of a number writes another row (another timestamp and e-tag), so a hit agrees with
+    storage. It saves the pylance open of every describe but the first of a version (measured: 0.5-4 ms on
+    local disk, several GETs on S3; docs/benchmarks.md, "Table version management")."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._schemas: dict[tuple[str, int, str | None], pa.Schema] = {}
+
+    def get(self, key: tuple[str, int, str | None]) -> pa.Schema | None:
+        return self._schemas.get(key)
+
+    def put(self, key: tuple[str, int, str | None], schema: pa.Schema) -> None:
+        if len(self._schemas) >= self._size:
+            self._schemas.clear()  # threads may race here: at worst a describe opens its table again
+        self._schemas[key] = schema
+
+
+_SCHEMAS = _SchemaCache(4096)
+
+
 def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeTableResponse:
     """DescribeTable: locate the table and return name, location and properties; with detailed metadata (the
     default here, ``load_detailed_metadata`` unset or true) also open it with pylance for its version, schema
@@ -229,10 +253,10 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
             raise InvalidInputError("DescribeTable takes a tag, or a version and a branch: not both")
         version, branch = tag_target(open_dataset(catalog, table), table, request.tag)
     line, managed = versions.branch_line(catalog, table, branch)  # the table itself, or its branch
-    versions.finish_pending(catalog, line)
-    if version is None and managed:
-        latest = versions.latest_version(catalog, line)
-        version = latest.version if latest else None
+    if version is None and managed:  # the latest number from the rows and one names-only listing
+        version = versions.known_versions(catalog, line, managed).latest
+    else:
+        versions.finish_pending(catalog, line)
     response = DescribeTableResponse(
         table=parts[-1],
         namespace=parts[:-1],
@@ -250,8 +274,16 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         if request.check_declared and version is None:  # answered only when asked, as the reference does
             response.is_only_declared = not versions.has_manifests(catalog, line)
         return response
-    # A declared table (no manifest yet) is answered from one listing instead of a failed open.
-    declared_only = version is None and not managed and not versions.has_manifests(catalog, line)
+    # A declared table (no manifest yet) is answered from one listing instead of a failed open; a managed
+    # table without a version (no row, no file) has none to open either.
+    declared_only = version is None and (managed or not versions.has_manifests(catalog, line))
+    # A managed version's schema is known from an earlier describe of the same row (no pylance open).
+    row = versions.version_line(catalog, line).rows.get(version) if managed and version is not None else None
+    key = (catalog.storage.uri(line.location), version, row[1]) if row and not request.load_detailed_metadata else None
+    schema = _SCHEMAS.get(key) if key else None
+    if schema is not None:
+        response.version, response.var_schema = version, to_json_schema(schema)
+        return response
     dataset = None if declared_only else open_dataset(catalog, line, version)
     if dataset is None:
         if named:
@@ -261,6 +293,8 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
         return response
     response.version = dataset.version
     response.var_schema = to_json_schema(dataset.schema)
+    if key and dataset.version == version:
+        _SCHEMAS.put(key, dataset.schema)
     if request.load_detailed_metadata:  # asked for explicitly: every detail, stats included
         fragments = [fragment.metadata for fragment in dataset.get_fragments()]
         response.stats = TableBasicStats(

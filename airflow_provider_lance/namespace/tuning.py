@@ -29,6 +29,13 @@ TAIL_LISTINGS = 8
 # 1,933 -> 0.66 ms (92b513d; the window sizes themselves not measured separately).
 FIRST_WINDOW = 64
 LAST_WINDOW = 4096
+# Tables whose version lines an index keeps (describes, pokes and commits of the same tables between commits);
+# a line costs 0.4 ms at 100 versions, 4 ms at 10,000 to build (issue 29; the bound itself not measured).
+VERSION_LINES = 1024
+# The largest ``__manifest`` fragment a managed commit's repoint rewrites whole (the commit point's own fragment
+# holds its rows: an Update instead of pylance's merge-insert, ~17 ms per append at 40 tables x 25 versions);
+# a larger one (a compaction merged the row into it) gets a deletion vector (not measured separately).
+SMALL_FRAGMENT_ROWS = 256
 
 # -- obtaining a version's rows (snapshots.py) --------------------------------------------------------------
 # Rows per batch of a full read: few chunks (a derived version lists every chunk) and no slower to read than

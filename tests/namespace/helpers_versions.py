@@ -234,11 +234,12 @@ def install_crash(point: str) -> None:
 
         Storage.delete = die_before_staged_delete  # type: ignore[method-assign]
     elif point == "before_repoint":
+        from airflow_provider_lance.namespace import commit
 
-        def die(self: ManifestTable, new_rows: list) -> None:
+        def die(catalog: object, new_rows: list) -> None:
             _exit()
 
-        ManifestTable.upsert = die  # type: ignore[method-assign]
+        commit.repoint = die  # type: ignore[assignment]  # the committer's step (4)
     else:
         raise ValueError(point)
 

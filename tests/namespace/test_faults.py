@@ -28,7 +28,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from lance_namespace_urllib3_client.models.version_range import VersionRange
 from s3fs.errors import translate_boto_error
 
-from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace import DirectoryNamespace, fragments
 from airflow_provider_lance.namespace.manifest_rows import sql_string
 from tests.fault_storage import FaultInjector, count_rows, rows, stage, visible_version
 
@@ -341,7 +341,7 @@ TRANSIENT = {
 }
 
 
-@pytest.mark.parametrize("failing", ["storage.copy_if_not_exists", "manifest.upsert"])
+@pytest.mark.parametrize("failing", ["storage.copy_if_not_exists", "fragments.commit_update"])
 @pytest.mark.parametrize("fault", list(TRANSIENT))
 def test_a_store_that_stops_answering_after_the_commit_point_does_not_fail_the_batch(
     tmp_path: Path, failing: str, fault: str
@@ -353,7 +353,7 @@ def test_a_store_that_stops_answering_after_the_commit_point_does_not_fail_the_b
     ns = DirectoryNamespace(root=str(tmp_path), **MANAGED)
     ctx = _build_batch(ns)
     target, _, method = failing.partition(".")
-    holder = ns.storage if target == "storage" else ns.manifest
+    holder = ns.storage if target == "storage" else fragments  # the commit of the repoint (step 4)
     original = getattr(holder, method)
 
     def unanswered(*args: Any, **kwargs: Any) -> Any:

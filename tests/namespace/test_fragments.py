@@ -147,3 +147,33 @@ def test_the_reference_reads_a_catalog_written_by_guarded_appends(tmp_path: Path
     schema = lance.dataset(str(tmp_path / "__manifest")).schema
     assert schema.field("object_id").metadata == rows_table([]).schema.field("object_id").metadata
     assert not schema.field("object_id").nullable
+
+
+def test_an_update_takes_rows_out_of_small_and_large_fragments(tmp_path: Path) -> None:
+    """Rows to replace: a small fragment is removed (its other rows kept, to be written again), a large one gets
+    a deletion vector. The Update is rebased over a concurrent plain append (Lance numbers its fragments), and
+    fails on a concurrent change of its fragments or a guarded append."""
+    schema = pa.schema([pa.field("object_id", pa.string())])
+    dataset = lance.write_dataset(pa.table({"object_id": [f"big{i}" for i in range(10)]}, schema=schema), str(tmp_path))
+    for rows in (["s1", "s2"], ["alone"]):
+        written = fragments.write_rows(dataset, pa.table({"object_id": rows}, schema=schema), None)
+        dataset = fragments.commit_append(dataset, written, None)
+    assert fragments.fragments_holding(dataset, {"big3", "missing"}, max_rows=2) is None
+    removed, updated, kept = fragments.fragments_holding(dataset, {"big3", "s1", "alone"}, max_rows=2)
+    assert sorted(removed) == [1, 2]  # the two small fragments
+    assert [(fragment.id, fragment.deletion_file.num_deleted_rows) for fragment in updated] == [(0, 1)]
+    assert kept["object_id"].to_pylist() == ["s2"]
+    replacement = pa.table({"object_id": ["s2", "big3", "s1", "alone"]}, schema=schema)
+    written = fragments.write_rows(dataset, replacement, None)
+    stale = copy.copy(dataset)
+    lance.write_dataset(pa.table({"object_id": ["other"]}, schema=schema), str(tmp_path), mode="append")
+    dataset = fragments.commit_update(dataset, removed, updated, written, None)
+    ids = dataset.to_table()["object_id"].to_pylist()
+    assert sorted(ids) == sorted([f"big{i}" for i in range(10)] + ["s1", "s2", "alone", "other"])
+    assert len({fragment.fragment_id for fragment in dataset.get_fragments()}) == len(dataset.get_fragments())
+    with pytest.raises(CommitConflictError):  # the same fragments were changed since
+        fragments.commit_update(stale, removed, updated, fragments.write_rows(stale, replacement, None), None)
+    guarded = fragments.write_rows(dataset, pa.table({"object_id": ["guarded"]}, schema=schema), None)
+    fragments.commit_append(copy.copy(dataset), guarded, None)
+    with pytest.raises(CommitConflictError):  # a guarded append conflicts with every later commit
+        fragments.commit_update(dataset, [], [], fragments.write_rows(dataset, replacement, None), None)

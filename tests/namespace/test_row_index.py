@@ -21,6 +21,14 @@ from airflow_provider_lance.namespace.snapshots import Snapshot
 
 PARTS = ["a", "b", "a b", "a#", "a%", "é", "中", "z", "?", "aa", "1", "10", "9"]
 TYPES = [NAMESPACE, TABLE, TABLE_VERSION]
+# a table_version row points at a final manifest, or still at a staged one (a name with a ``.manifest-`` part
+# elsewhere in the path or in user metadata is not staged), or has no metadata
+METADATA = [
+    None,
+    '{"manifest_path":"x/_versions/18446744073709551613.manifest","e_tag":"1"}',
+    '{"manifest_path":"x.manifest-y/_versions/18446744073709551613.manifest"}',
+    '{"manifest_path":"x/_versions/18446744073709551613.manifest-5f3e-a1","naming_scheme":"V2"}',
+]
 
 
 def random_id(rng: random.Random) -> str:
@@ -35,8 +43,9 @@ def random_rows(rng: random.Random, count: int, taken: set[str]) -> list[dict[st
             continue
         taken.add(oid)
         location = None if rng.random() < 0.2 else f"loc/{oid.replace('$', '/')}"
+        metadata = rng.choice(METADATA)
         rows.append(
-            {"object_id": oid, "object_type": rng.choice(TYPES), "location": location, "metadata": None}
+            {"object_id": oid, "object_type": rng.choice(TYPES), "location": location, "metadata": metadata}
             | {"base_objects": None}
         )
     return rows
@@ -92,6 +101,17 @@ def check(index: RowIndex, model: dict[str, dict[str, Any]], rng: random.Random)
         )
         found_children = index.children_of([parent, "a"], TABLE_VERSION)[parent]
         assert sorted(row["object_id"] for row in found_children) == expected_children
+        versions = {
+            int(oid[len(parent) + 1 :]): (oid, model[oid]["metadata"])
+            for oid in expected_children
+            if oid[len(parent) + 1 :].isdigit()
+        }
+        line = index.version_line(parent)
+        assert line.rows == versions
+        assert line.latest == max(versions, default=0)
+        staged = [v for v, (_, meta) in versions.items() if meta is None or ".manifest-5f3e" in meta]
+        assert line.staged == tuple(sorted(staged))
+        assert index.version_line(parent) is line  # read once per index and table
     for oid in asked:
         location = f"loc/{oid.replace('$', '/')}"
         overlapping = [

@@ -12,6 +12,7 @@ from pathlib import Path
 import lance
 import lance.namespace
 import lance_namespace as ln
+import pyarrow as pa
 import pytest
 from lance_namespace_urllib3_client.models import VersionRange
 
@@ -396,3 +397,68 @@ def test_a_catalog_flagged_by_release_0_1_moves_to_the_new_bit(tmp_path) -> None
     ns.manifest.update_metadata({WRITER_FLAGS_KEY: "1"})
     lance.write_dataset(rows(3), namespace_client=ns, table_id=["p", "t"], mode="create")
     assert int(ns.manifest.metadata()[WRITER_FLAGS_KEY]) == WRITER_FLAG_TABLE_VERSIONS
+
+
+# -- 4. what a managed commit costs, and what a describe remembers --------------------------------------------
+def test_a_commit_through_the_namespace_is_the_row_then_one_rewrite_of_its_fragment(root: Path) -> None:
+    """A pylance append through the namespace: two ``__manifest`` commits, the commit point (the row, pointing at
+    the staged manifest) and the repoint, a Lance Update that replaces the row's one-row fragment (not a
+    merge-insert joining against every row); the row ends final, nothing else changed."""
+    ns, table_id = _table_with_versions(root, managed=True, count=3)
+    manifest = lance.dataset(str(root / "__manifest"))
+    before, rows_before = manifest.version, manifest.count_rows()
+    lance.write_dataset(rows(1, 50), namespace_client=ns, table_id=table_id, mode="append")
+    manifest = lance.dataset(str(root / "__manifest"))
+    assert manifest.version == before + 2
+    kinds = [type(manifest.read_transaction(v).operation).__name__ for v in (before + 1, before + 2)]
+    assert kinds == ["Merge", "Update"]  # the guarded append, then the fragment rewrite
+    assert manifest.count_rows() == rows_before + 1
+    assert all(".manifest-" not in meta["manifest_path"] for meta in version_rows(ns).values())
+    assert staged_files(location(ns, table_id)) == []
+    assert versions(ns, table_id) == [1, 2, 3, 4]
+
+
+def test_rows_in_large_fragments_are_repointed_with_a_deletion_vector(root: Path, monkeypatch) -> None:
+    """A row whose fragment is too large to rewrite (a compaction merged it in) is taken out of it (a deletion
+    vector, or the fragment removed when it held only that row) and written again: still one Lance Update."""
+    from airflow_provider_lance.namespace import versions as versions_module
+
+    monkeypatch.setattr(versions_module, "SMALL_FRAGMENT_ROWS", 0)
+    ns, table_id = _table_with_versions(root, managed=True, count=3)
+    manifest = lance.dataset(str(root / "__manifest"))
+    assert type(manifest.read_transaction(manifest.version).operation).__name__ == "Update"
+    assert versions(ns, table_id) == [1, 2, 3]
+    assert all(".manifest-" not in meta["manifest_path"] for meta in version_rows(ns).values())
+    assert sorted(version_rows(ns)) == ["t$1", "t$2", "t$3"]  # each row once
+    assert lance.dataset(str(location(ns, table_id))).version == 3
+
+
+def test_describe_answers_the_schema_of_the_version_its_row_names(root: Path) -> None:
+    """DescribeTable remembers a managed version's schema by its row: a version deleted and committed again
+    with other columns is described with the new ones, in the same process and in a new one."""
+    ns, table_id = _table_with_versions(root, managed=True, count=2)
+    describe = ln.DescribeTableRequest(id=table_id)
+    assert [f.name for f in ns.describe_table(describe).var_schema.fields] == ["id", "name"]
+    assert [f.name for f in ns.describe_table(describe).var_schema.fields] == ["id", "name"]  # remembered
+    assert _delete(ns, table_id, [(2, 3)]) == 1
+    other = pa.table({"other": pa.array([1, 2], pa.int32())})
+    assert lance.write_dataset(other, namespace_client=ns, table_id=table_id, mode="overwrite").version == 2
+    for namespace in (ns, make_ns(root, managed=True)):
+        described = namespace.describe_table(describe)
+        assert described.version == 2
+        assert [f.name for f in described.var_schema.fields] == ["other"]
+
+
+def test_a_page_of_file_versions_and_managed_rows_describes_rows_from_their_rows(root: Path) -> None:
+    """Versions from before management (files only) and managed commits (rows) on one page: the rows win, with
+    the metadata their commits gave (a page with several file-only versions reads one detailed listing)."""
+    _, table_id = _table_with_versions(root, managed=False, count=3)  # versions 1-3: files only
+    managed = make_ns(root, managed=True)
+    for version in (4, 5):
+        entry = stage(managed, {tuple(table_id): rows(1, 10 * version)})[0]
+        entry.metadata = {"run": f"r{version}"}
+        batch(managed, [entry])
+    listed = managed.list_table_versions(ln.ListTableVersionsRequest(id=table_id, limit=4, descending=True)).versions
+    assert [v.version for v in listed] == [5, 4, 3, 2]
+    assert [v.metadata for v in listed] == [{"run": "r5"}, {"run": "r4"}, None, None]
+    assert all(v.manifest_path.endswith(manifest_name(v.version, "V2")) and v.manifest_size for v in listed)
