@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+import tests.airflow_helpers  # noqa: F401  (sets AIRFLOW_HOME before Airflow is imported)
 from airflow_provider_lance.hooks.lance import LanceHook
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.operators.version import LanceBatchCreateTableVersionsOperator
