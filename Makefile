@@ -13,11 +13,16 @@ $(VENV)/.installed: pyproject.toml uv.lock
 
 venv: $(VENV)/.installed
 
-test: venv
+test: venv node-clients
 	$(VENV)/bin/pytest -n 2  # both cores: most tests wait on servers, Spark and Airflow processes
 
-# The Node client tests (tests/clients/test_node.py): Debian's nodejs and npm, then the locked packages.
-node-clients:
+# The Node client tests (tests/clients/test_node.py): Debian's nodejs and npm, then the locked packages (again
+# only when the lock file changes: npm ci writes node_modules/.package-lock.json).
+NODE_CLIENTS := tests/clients/node/node_modules/.package-lock.json
+
+node-clients: $(NODE_CLIENTS)
+
+$(NODE_CLIENTS): tests/clients/node/package-lock.json
 	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
 		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO="sudo"; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
