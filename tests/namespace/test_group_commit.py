@@ -318,14 +318,25 @@ def _hold_turn(key: str, held: Any, release: Any) -> None:
         release.wait(WAIT)
 
 
-def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
-    key = f"test {tmp_path}"
+@contextmanager
+def _another_process_holds(key: str) -> Iterator[tuple[Any, Any]]:
+    """Another process holds the machine turn ``key`` until ``release`` is set (or the block ends); yields
+    (the process, release)."""
     context = multiprocessing.get_context("spawn")
     held, release = context.Event(), context.Event()
     holder = context.Process(target=_hold_turn, args=(key, held, release))
     holder.start()
     try:
         assert held.wait(WAIT)
+        yield holder, release
+    finally:
+        release.set()
+        holder.join(WAIT)
+
+
+def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
+    key = f"test {tmp_path}"
+    with _another_process_holds(key) as (_, release):
         turn = MachineTurn(key)
         answers: list[bool] = []
 
@@ -344,9 +355,6 @@ def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
             assert another_process is False
             with turn.hold() as again:
                 assert again is False
-    finally:
-        release.set()
-        holder.join(WAIT)
 
 
 def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
@@ -356,12 +364,7 @@ def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
     not finish (a stuck process) is passed by, and the caller is told another process held the turn."""
     monkeypatch.setattr("airflow_provider_lance.namespace.writers_turn.TURN_WAIT_SECONDS", 0.2)
     key = f"stuck {tmp_path}"
-    context = multiprocessing.get_context("spawn")
-    held, release = context.Event(), context.Event()
-    holder = context.Process(target=_hold_turn, args=(key, held, release))
-    holder.start()
-    try:
-        assert held.wait(WAIT)
+    with _another_process_holds(key) as (holder, release):
         passed = threading.Event()
 
         def take() -> None:
@@ -374,9 +377,6 @@ def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
         taker.join(WAIT)
         assert passed.is_set()  # went ahead while the other process still holds the turn
         assert holder.is_alive() and not release.is_set()
-    finally:
-        release.set()
-        holder.join(WAIT)
 
 
 def test_duplicate_error_is_the_group_commit_one() -> None:
