@@ -6,14 +6,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import lance
 import lance_namespace as ln
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.rest import create_app
 from airflow_provider_lance.rest.client import RestNamespace
-from tests.rest.servers import serve_namespace
+from tests.rest.servers import serve_app, serve_namespace
 
 
 def test_each_concurrent_request_gets_its_own_answer(root: Path) -> None:
@@ -82,17 +84,24 @@ def test_each_concurrent_request_gets_its_own_answer(root: Path) -> None:
 
 
 class _RecordingNamespace(DirectoryNamespace):
-    """Our engine, recording how many declares each ``declare_tables`` call carried; the first call is held
-    until the other clients' requests have queued."""
+    """Our engine, recording how many declares each ``declare_tables`` call carried. The first call is held
+    until ``queued()`` (the server's waiting declares) says the other clients' requests have all queued; the
+    test's other clients send only once it is held (``held``): the order is forced, never left to sleeps."""
 
     def __init__(self, **properties: str) -> None:
         super().__init__(**properties)
         self.batches: list[int] = []
+        self.held = threading.Event()
+        self.queued: Callable[[], int] = lambda: 0
 
     def declare_tables(self, requests: list) -> list:
         self.batches.append(len(requests))
         if len(self.batches) == 1:
-            time.sleep(0.5)
+            self.held.set()
+            deadline = time.monotonic() + 30
+            while self.queued() < 16:
+                assert time.monotonic() < deadline, f"only {self.queued()} declares queued behind the first"
+                time.sleep(0.001)
         return super().declare_tables(requests)
 
 
@@ -102,14 +111,15 @@ def test_concurrent_declares_are_one_engine_call_with_an_answer_each(root: Path)
     before = lance.dataset(str(root / "__manifest")).version
     answers: dict[int, str] = {}
 
-    with serve_namespace(engine) as url:
-        barrier = threading.Barrier(17)
+    app = create_app(engine)
+    # the server's waiting declares (white box: RequestContextMiddleware -> AuthenticationMiddleware -> _Dispatch)
+    engine.queued = lambda: len(app.app.app.service.declares._waiting)
+    with serve_app(app) as url:
 
         def client(index: int) -> None:
             namespace = RestNamespace(uri=url)
-            barrier.wait()
             if index:
-                time.sleep(0.1)  # after the first request, while its batch is held
+                assert engine.held.wait(30)  # after the first request, while its batch is held
             name = "same" if index >= 12 else f"t{index}"
             try:
                 namespace.declare_table(ln.DeclareTableRequest(id=["g", name]))
