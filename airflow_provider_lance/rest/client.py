@@ -24,6 +24,7 @@ import lance.namespace
 import lance_namespace as ln
 import pydantic
 
+from airflow_provider_lance.implementations import request_model
 from airflow_provider_lance.rest.routes import ROUTES
 
 _ROUTES = {route.operation: route for route in ROUTES}
@@ -130,7 +131,7 @@ def _checked(operation: str) -> Any:
     would name another object on the server (``["a$b"]`` and ``["a", "b"]`` are the same path)."""
     parent = getattr(lance.namespace.RestNamespace, operation, None) or getattr(ln.LanceNamespace, operation)
 
-    model: type[pydantic.BaseModel] = typing.get_type_hints(getattr(ln.LanceNamespace, operation))["request"]
+    model = request_model(operation)
 
     # pylance's client takes a dict for a few operations and models for the others; callers send either
     wants_dict = "dict" in str(inspect.signature(parent).parameters.get("request", "").annotation).lower()
