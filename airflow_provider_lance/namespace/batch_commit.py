@@ -1,17 +1,12 @@
 """BatchCommitTables (``lance_namespace`` 0.13; the reference answers Unsupported): declare tables, create
-versions, delete versions and deregister tables, across tables, in ONE ``__manifest`` commit: all of them
-happen or none does.
+versions, delete versions and deregister tables, across tables, in ONE ``__manifest`` commit: all or nothing.
 
-The steps mirror the single operations': every operation is checked against one snapshot first (nothing is
-written while any is invalid); declared tables get their ``.lance-reserved`` markers; then one merge-insert
-adds every new row (tables, ``table_version`` rows pointing at staged manifests) and deletes every removed row
-(deregistered tables, deleted versions): the commit point. After it, staged manifests are copied to their final
-names and the rows repointed (seed 003, as BatchCreateTableVersions), deleted versions lose their manifest
-files, and deregistered root tables get their ``.lance-deregistered`` marker. A failure before the commit point
-removes the markers it wrote.
-
-Version operations need table version management: without it a version is a file copy per table, which no
-single commit can make atomic, so the batch is refused rather than applied in part.
+Every operation is checked first, with the single operations' own checks (nothing is written while any is
+invalid); declared tables get their ``.lance-reserved`` markers; one merge-insert adds every new row and deletes
+every removed one (the commit point); then, as the single operations do, staged manifests are finalized (seed
+003), deleted versions lose their files and deregistered root tables get their marker. A failure before the
+commit point removes the markers it wrote. Version operations need table version management: without it no
+single commit can make them atomic, so the batch is refused rather than applied in part.
 """
 
 from __future__ import annotations
@@ -48,7 +43,7 @@ from airflow_provider_lance.namespace.commit import (
     version_rows_to_insert,
 )
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
-from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow, sql_string
+from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow, RowSelection
 from airflow_provider_lance.namespace.tables import declared_response, reserve_table
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
@@ -206,12 +201,12 @@ def _commit(catalog: Catalog, plan: _Plan, version_rows_new: list[ManifestRow]) 
     rows = plan.rows + version_rows_new
     if version_rows_new:
         mark_table_versions(catalog)
-    if plan.rows and catalog.config.table_version_management and not catalog.managed_persisted():
-        catalog.manifest.update_metadata({TABLE_VERSION_MANAGEMENT_KEY: "true"})
-    removed = f"object_id IN ({', '.join(sql_string(oid) for oid in plan.removed)})" if plan.removed else None
+    if plan.rows:
+        catalog.persist_management()
+    removed = RowSelection(tuple(plan.removed)) if plan.removed else None
     try:
         if rows:
-            catalog.manifest.insert(rows, replacing=removed)
+            catalog.manifest.insert(rows, replacing=removed.sql() if removed else None)
         elif removed:
             catalog.manifest.delete(removed)
     except DuplicateObjectError as error:

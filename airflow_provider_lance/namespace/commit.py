@@ -1,11 +1,10 @@
 """Committing table versions: CreateTableVersion and BatchCreateTableVersions (seed 000), with the commit
-protocol of seed 003.
+protocol of seed 003 (the reader side is in versions.py).
 
 Without table version management a version is committed by copying its staged manifest to the final name with
-put-if-not-exists, table by table. With it, ``__manifest`` is an external manifest store: (1) the caller has
-staged the manifests; (2) one merge-insert of every entry's ``table_version`` row is the commit point, all or
-nothing; (3) each staged manifest is copied to its final name; (4) the rows are repointed at the final
-manifests. A crash after (2) is finished by the next reader (versions.finish).
+put-if-not-exists, table by table. With it: (1) the caller has staged the manifests; (2) one insert of every
+entry's ``table_version`` row is the commit point, all or nothing; (3) each staged manifest is copied to its
+final name; (4) the rows are repointed. A crash after (2) is finished by the next reader (versions.finish).
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, Manife
 from airflow_provider_lance.namespace.storage import FileInfo, is_transient_error
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
+    file_version,
     finalize,
     latest_number,
     locate_line,
@@ -84,13 +84,11 @@ def entry_of(request: CreateTableVersionRequest) -> CreateTableVersionEntry:
 def batch_create_table_versions(
     catalog: Catalog, request: BatchCreateTableVersionsRequest
 ) -> BatchCreateTableVersionsResponse:
-    """BatchCreateTableVersions: with table version management, every entry's row is committed in one
-    merge-insert (all or nothing); without it, entries are committed one by one (not atomic, as the spec
-    says)."""
+    """BatchCreateTableVersions: atomic with table version management; without it, entries are committed one
+    by one (not atomic, as the spec says)."""
     if not request.entries:
         raise InvalidInputError("BatchCreateTableVersions needs at least one entry")
-    # Every entry's table and parent rows in one lookup (one pass over the cached rows, not one per entry);
-    # the errors stay those of the first offending entry, in entry order.
+    # Every entry's table and parent rows in one lookup; the error is the first offending entry's.
     identifiers: list[list[str] | InvalidInputError] = []
     for entry in request.entries:
         try:
@@ -120,7 +118,7 @@ def _create(
     catalog: Catalog, located: Sequence[tuple[Table, CreateTableVersionEntry]], managed: bool
 ) -> list[TableVersion]:
     """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
-    entry serves both the scheme check and the version check."""
+    entry serves the scheme and the version checks."""
     remote = catalog.storage.is_remote
     listings = map_concurrently(lambda table: version_names(catalog, table), [t for t, _ in located], remote)
     entries = [
@@ -179,14 +177,7 @@ def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> TableVersion:
         ):
             raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' was committed concurrently")
     storage.delete(entry.staged_key)
-    info = storage.info(entry.final_key)
-    return TableVersion(
-        version=entry.version,
-        manifest_path=storage.object_path(entry.final_key),
-        manifest_size=info.size,
-        e_tag=info.e_tag,
-        timestamp_millis=info.timestamp_millis,
-    )
+    return file_version(catalog, entry.version, entry.final_key, storage.info(entry.final_key))
 
 
 def _create_managed(catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]) -> list[TableVersion]:
@@ -204,8 +195,7 @@ def version_rows_to_insert(
     catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]
 ) -> list[ManifestRow]:
     """The ``table_version`` rows of validated entries, each checked to be its table's next version (several
-    versions of one table follow each other in entry order) with its staged manifest in place. The per-entry
-    file requests run concurrently on remote stores."""
+    of one table follow each other in entry order) with its staged manifest in place."""
     storage = catalog.storage
     now = int(time.time() * 1000)
     infos = map_concurrently(lambda entry: _staged_info(catalog, entry), entries, storage.is_remote)
@@ -253,12 +243,10 @@ def version_conflict(error: DuplicateObjectError) -> ConcurrentModificationError
 
 
 def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[TableVersion]:
-    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name (concurrently on
-    remote stores), then repoint every row in one upsert.
-
-    The versions are committed whatever happens here, so a store that stops answering does not fail the
-    operation (its caller would believe nothing was committed): a version whose copy failed keeps pointing at
-    its staged manifest, a valid manifest that the next engine call touching the table finishes."""
+    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name, then repoint
+    every row in one commit. The versions are committed whatever happens here, so a store that stops
+    answering does not fail the operation (its caller would believe nothing was committed): a version whose
+    copy failed keeps pointing at its staged manifest, which the next engine call touching the table finishes."""
     pairs = list(zip(entries, rows, strict=True))
     finalized_metadata = map_concurrently(
         lambda pair: _finalize_committed(catalog, *pair), pairs, catalog.storage.is_remote
@@ -293,7 +281,7 @@ def _finalize_committed(catalog: Catalog, entry: VersionEntry, row: ManifestRow)
 
 
 def _staged_info(catalog: Catalog, entry: VersionEntry) -> FileInfo | None:
-    """The staged manifest's size and e-tag (one head request), None when it does not exist."""
+    """The staged manifest's size and e-tag (one request), None when it does not exist."""
     try:
         return catalog.storage.info(entry.staged_key)
     except FileNotFoundError:

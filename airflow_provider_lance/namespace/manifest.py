@@ -277,20 +277,12 @@ class ManifestTable:
         commit of this instance."""
         self._submit(Request(UPSERT, rows=rows_table(rows)))
 
-    def delete(self, selection: RowSelection | str) -> int:
-        """Delete the selected rows in one commit; returns how many were deleted. A :class:`RowSelection` joins
-        the group commit of this instance (group_commit.py) and counts only the rows no earlier delete of its
-        group removed; a Lance SQL filter is committed alone."""
+    def delete(self, selection: RowSelection) -> int:
+        """Delete the selected rows in the group commit of this instance (group_commit.py); returns how many
+        rows no earlier delete of its group removed."""
         if self._snapshot() is None:
             return 0
-        if isinstance(selection, RowSelection):
-            return int(self._submit(Request(DELETE, selection=selection)))
-
-        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
-            return dataset, dataset.delete(selection, conflict_retries=self.commit_retries)
-
-        result = self.commit(write)
-        return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
+        return int(self._submit(Request(DELETE, selection=selection)))
 
     def delete_object(self, object_id: str, object_type: str) -> int:
         """Delete one object's row; returns 1, or 0 when it was not there."""

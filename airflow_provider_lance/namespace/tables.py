@@ -100,10 +100,9 @@ def declare_tables(catalog: Catalog, requests: list[DeclareTableRequest]) -> lis
 
 
 def reserve_table(catalog: Catalog, request: DeclareTableRequest) -> tuple[list[str], str]:
-    """The checks of a declare, then its ``.lance-reserved`` marker: the identifier and the location. The one
-    declare path of DeclareTable and BatchCommitTables. A table that exists, a location that is not empty and a
-    marker written first by a concurrent declare are all TableAlreadyExists (5): whoever wrote the marker
-    declared the table, as the reference answers a declare of an existing table."""
+    """The checks of a declare, then its ``.lance-reserved`` marker: the identifier and the location (for
+    DeclareTable and BatchCommitTables alike). An existing table, a location that is not empty and a marker
+    written first by a concurrent declare are all TableAlreadyExists, as the reference answers."""
     parts = ids.validate_identifier(request.id, "table")
     oid = ids.object_id(parts)
     if not catalog.config.manifest_enabled and len(parts) > 1:
@@ -146,9 +145,8 @@ def declared_response(catalog: Catalog, request: DeclareTableRequest, location: 
 
 
 def create_empty_table(catalog: Catalog, request: CreateEmptyTableRequest) -> CreateEmptyTableResponse:
-    """CreateEmptyTable (the interface's predecessor of DeclareTable): a declared table. Modes ``create``
-    (default) and ``exist_ok`` (answers the existing table); ``overwrite`` would delete data and per-table
-    ``storage_options`` cannot be kept by a directory namespace (one storage configuration): both refused."""
+    """CreateEmptyTable (DeclareTable's predecessor), modes ``create`` and ``exist_ok``. ``overwrite`` (would
+    delete data) and per-table ``storage_options`` (one storage configuration per namespace) are refused."""
     mode = (request.mode or "create").lower()
     if mode not in ("create", "exist_ok", "existok"):
         raise InvalidInputError(f"Invalid mode '{request.mode}' for CreateEmptyTable: expected create or exist_ok")
@@ -203,8 +201,8 @@ def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesRespo
 
 
 def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
-    """Root ``*.lance`` directories that are tables: one names-only listing of the root, then one listing per
-    candidate the manifest does not already list (a table with a row exists anyway)."""
+    """Root ``*.lance`` directories that are tables: one listing of the root, then one per candidate the
+    manifest does not already list."""
     names = []
     for entry in catalog.storage.list_names(""):
         if entry.endswith(ids.TABLE_SUFFIX) and entry != ids.TABLE_SUFFIX:
@@ -214,36 +212,18 @@ def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
     return names
 
 
-class _SchemaCache:
-    """The schemas of managed table versions by (table URI, version, the version's ``table_version`` row
-    metadata as stored): a row names one committed manifest (its path, size and e-tag), which never changes,
-    and a new commit of a number writes another row (another timestamp and e-tag), so a hit agrees with
-    storage. It saves the pylance open of every describe but the first of a version (measured: 0.5-4 ms on
-    local disk, several GETs on S3; docs/benchmarks.md, "Table version management")."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._schemas: dict[tuple[str, int, str | None], pa.Schema] = {}
-
-    def get(self, key: tuple[str, int, str | None]) -> pa.Schema | None:
-        return self._schemas.get(key)
-
-    def put(self, key: tuple[str, int, str | None], schema: pa.Schema) -> None:
-        if len(self._schemas) >= self._size:
-            self._schemas.clear()  # threads may race here: at worst a describe opens its table again
-        self._schemas[key] = schema
-
-
-_SCHEMAS = _SchemaCache(4096)
+# The schemas of managed table versions by (table URI, version, its ``table_version`` row metadata as stored):
+# a row names one committed manifest (path, size, e-tag), which never changes, and a new commit of a number
+# writes another row, so a hit agrees with storage. It saves the pylance open of every describe but the first
+# of a version (0.5-4 ms on local disk, several GETs on S3; docs/benchmarks.md, "Table version management").
+_SCHEMAS: dict[tuple[str, int, str | None], pa.Schema] = {}
 
 
 def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeTableResponse:
-    """DescribeTable: locate the table and return name, location and properties; with detailed metadata (the
-    default here, ``load_detailed_metadata`` unset or true) also open it with pylance for its version, schema
-    and (when asked for) stats. ``branch`` describes that branch's line, ``tag`` the version (and branch) the
-    tag names. ``load_detailed_metadata=false`` opens nothing: the version is given only when
-    known without opening (asked for and checked, or the latest managed one). A declared table without data
-    answers ``is_only_declared`` when the request sets ``check_declared``."""
+    """DescribeTable: name, location and properties; unless ``load_detailed_metadata=false`` also the version
+    and schema from pylance (stats when it is true). ``branch`` describes that branch's line, ``tag`` the
+    version (and branch) it names. ``load_detailed_metadata=false`` opens nothing: the version only when known
+    without opening. ``check_declared``: a declared table without data answers ``is_only_declared``."""
     parts = ids.validate_identifier(request.id, "table")
     table = catalog.find_table(parts)
     version = None if request.version is None else ids.check_version(request.version)
@@ -294,7 +274,9 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
     response.version = dataset.version
     response.var_schema = to_json_schema(dataset.schema)
     if key and dataset.version == version:
-        _SCHEMAS.put(key, dataset.schema)
+        if len(_SCHEMAS) >= 4096:
+            _SCHEMAS.clear()  # threads may race here: at worst a describe opens its table again
+        _SCHEMAS[key] = dataset.schema
     if request.load_detailed_metadata:  # asked for explicitly: every detail, stats included
         fragments = [fragment.metadata for fragment in dataset.get_fragments()]
         response.stats = TableBasicStats(
@@ -363,10 +345,8 @@ def _check_location_is_free(catalog: Catalog, location: str) -> None:
 
 
 def deregister_table(catalog: Catalog, request: DeregisterTableRequest) -> DeregisterTableResponse:
-    """DeregisterTable: V2 deletes the row and keeps the files; V1 writes ``.lance-deregistered``.
-
-    In compatibility mode a root ``<name>.lance`` table deregistered through its row also gets the marker
-    (after the row is gone), so that the directory listing does not bring it back."""
+    """DeregisterTable: V2 deletes the row and keeps the files; V1 writes ``.lance-deregistered`` (also, after
+    the row, for a root ``<name>.lance`` table in compatibility mode: the listing must not bring it back)."""
     parts = ids.validate_identifier(request.id, "table")
     table = catalog.find_table(parts)
     marker = f"{table.location}/{DEREGISTERED_MARKER}"
@@ -403,6 +383,6 @@ def drop_table(catalog: Catalog, request: DropTableRequest) -> DropTableResponse
 
 def _delete_table_rows(catalog: Catalog, table: Table) -> None:
     """Delete a table row and its ``table_version`` rows in one commit; TableNotFound if a concurrent call
-    deleted it first (exactly one caller wins)."""
+    won."""
     if catalog.manifest.delete_table(table.object_id) == 0:
         raise TableNotFoundError(f"Table not found: '{table.object_id}' (removed concurrently)")

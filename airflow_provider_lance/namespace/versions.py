@@ -94,11 +94,11 @@ def _detailed_listing(catalog: Catalog, table: Table) -> tuple[dict[int, str], d
         parsed = ids.parse_manifest_name(name)
         if parsed is not None and info is not None:
             names[parsed[0]] = name
-            found[parsed[0]] = _file_version(catalog, parsed[0], f"{directory}/{name}", info)
+            found[parsed[0]] = file_version(catalog, parsed[0], f"{directory}/{name}", info)
     return names, found
 
 
-def _file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> TableVersion:
+def file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> TableVersion:
     return TableVersion(
         version=version,
         manifest_path=catalog.storage.object_path(key),
@@ -165,7 +165,7 @@ class KnownVersions:
             if len(unrowed) == 1:
                 key = f"{ids.versions_dir(self.table.location)}/{self.files[unrowed[0]]}"
                 with contextlib.suppress(FileNotFoundError):  # removed since the listing: not found below
-                    infos = {unrowed[0]: _file_version(self.catalog, unrowed[0], key, self.catalog.storage.info(key))}
+                    infos = {unrowed[0]: file_version(self.catalog, unrowed[0], key, self.catalog.storage.info(key))}
             else:
                 infos = version_files(self.catalog, self.table)
         if any(number not in infos for number in unrowed):
