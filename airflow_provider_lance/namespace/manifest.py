@@ -24,7 +24,7 @@ from lance_namespace import ConcurrentModificationError
 
 from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
-from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, UPSERT, DuplicateObjectError, commit_group
+from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, DuplicateObjectError, commit_group
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.manifest_rows import (
     NO_VERSIONS,
@@ -273,9 +273,15 @@ class ManifestTable:
         self.insert(rows, replacing=RowSelection.table_and_versions(table_oid).sql())
 
     def upsert(self, rows: list[ManifestRow]) -> None:
-        """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests), in the group
-        commit of this instance."""
-        self._submit(Request(UPSERT, rows=rows_table(rows)))
+        """Replace rows by id in one merge-insert (a namespace's new properties; a repoint whose row is gone)."""
+        data = rows_table(rows)
+
+        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+            builder = dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
+            builder.conflict_retries(self.commit_retries).execute(data)
+            return dataset, None
+
+        self.commit(write, lambda index: index.replaced(data))
 
     def delete(self, selection: RowSelection) -> int:
         """Delete the selected rows in the group commit of this instance (group_commit.py); returns how many

@@ -18,7 +18,6 @@ from typing import Any
 
 import lance
 import pyarrow as pa
-import pyarrow.compute as pc
 from lance_namespace import (
     BatchDeleteTableVersionsRequest,
     BatchDeleteTableVersionsResponse,
@@ -44,7 +43,6 @@ from airflow_provider_lance.namespace.manifest_rows import (
     VersionLine,
     rows_table,
 )
-from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import FileInfo
 from airflow_provider_lance.namespace.tuning import SMALL_FRAGMENT_ROWS
@@ -252,11 +250,8 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
             fragments.delete_files(catalog.storage, ids.MANIFEST_DIR, written)  # no version holds them
             raise
 
-    def change(index: RowIndex) -> RowIndex:
-        return index.filtered(pc.invert(pc.is_in(index.table["object_id"], data["object_id"]))).appended(data)
-
     try:
-        catalog.manifest.commit(write, change)
+        catalog.manifest.commit(write, lambda index: index.replaced(data))
     except _RowsGone:
         catalog.manifest.upsert(rows)
     except _AlreadyRepointed:
