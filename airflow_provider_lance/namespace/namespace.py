@@ -19,15 +19,10 @@ from airflow_provider_lance.namespace.operation import coerce_request, namespace
 
 
 class DirectoryNamespace(LanceNamespace):
-    """The Lance Directory Namespace over fsspec storage.
-
-    Construct it like the reference: ``DirectoryNamespace(root="s3://bucket/prefix", **{"storage.region": ...})``.
-    Properties: ``root``, ``manifest_enabled``, ``dir_listing_enabled``, ``table_version_management`` (or the
-    reference's ``table_version_tracking_enabled``), ``commit_retries``, ``manifest_maintenance_every``,
-    ``manifest_maintenance_fragments``, ``manifest_cleanup_every``, ``storage.*`` and ``credential_vendor.*``
-    (table-scoped STS credentials in responses, credentials.py). Construction touches no storage. Hand it to
-    another process by its class path, ``airflow_provider_lance.namespace.DirectoryNamespace``
-    (``lance_namespace.connect`` resolves that anywhere the package is installed).
+    """The Lance Directory Namespace over fsspec storage, constructed like the reference:
+    ``DirectoryNamespace(root="s3://bucket/prefix", **{"storage.region": ...})`` (properties: docs/engine.md).
+    Construction touches no storage. Another process finds it by its class path,
+    ``airflow_provider_lance.namespace.DirectoryNamespace`` (``lance_namespace.connect``).
     """
 
     def __init__(self, **properties: Any) -> None:

@@ -75,7 +75,7 @@ def list_namespaces(catalog: Catalog, request: ListNamespacesRequest) -> ListNam
             raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
         return ListNamespacesResponse(namespaces=[])
     catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
-    names = catalog.manifest.child_names(ids.child_prefix(parts), NAMESPACE, request.page_token)
+    names = catalog.manifest.index(ordered=True).child_names(ids.child_prefix(parts), NAMESPACE, request.page_token)
     page, token = ids.paginate_sorted(names, request.limit)
     return ListNamespacesResponse(namespaces=page, page_token=token)
 
@@ -117,12 +117,12 @@ def drop_namespace(catalog: Catalog, request: DropNamespaceRequest) -> DropNames
         if mode == DROP_SKIP:
             return DropNamespaceResponse()
         raise
-    if catalog.manifest.has_children(ids.child_prefix(parts)):
+    if catalog.manifest.index().has_descendants(ids.child_prefix(parts)):
         raise NamespaceNotEmptyError(f"Namespace not empty: '{oid}'")
     deleted = catalog.manifest.delete_object(oid, NAMESPACE)
     if deleted == 0 and mode != DROP_SKIP:
         raise NamespaceNotFoundError(f"Namespace not found: '{oid}' (dropped concurrently)")
-    if deleted and catalog.manifest.has_children(ids.child_prefix(parts)):
+    if deleted and catalog.manifest.index().has_descendants(ids.child_prefix(parts)):
         # A child was added concurrently (see Catalog.insert_child): put the namespace back.
         catalog.manifest.insert([rows[oid]])
         raise NamespaceNotEmptyError(f"Namespace not empty: '{oid}' (a child was added concurrently)")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -195,25 +194,6 @@ class RowIndex:
     def has_descendants(self, prefix: str) -> bool:
         start, stop = self._range(prefix)
         return stop > start or self._tail_descendants(prefix, None).num_rows > 0
-
-    def children_of(self, parents: Iterable[str], object_type: str) -> dict[str, list[dict[str, Any]]]:
-        """For each parent object id, the rows of ``object_type`` one level below it (``<parent>$<name>``)."""
-        found: dict[str, list[dict[str, Any]]] = {parent: [] for parent in parents}
-        for parent, rows in found.items():
-            prefix = parent + DELIMITER
-            below = self._base_descendants(prefix, object_type).to_pylist()
-            rows.extend(row for row in below if DELIMITER not in row["object_id"][len(prefix) :])
-        tail = self._tail_descendants("", object_type)
-        if found and tail.num_rows:
-            last = re.escape(DELIMITER)
-            parent_ids = pc.replace_substring_regex(tail["object_id"], pattern=f"{last}[^{last}]*$", replacement="")
-            mask = pc.and_(
-                pc.is_in(parent_ids, value_set=pa.array(list(found), pa.string())),
-                pc.not_equal(parent_ids, tail["object_id"]),  # an id without the delimiter has no parent
-            )
-            for parent, row in zip(parent_ids.filter(mask).to_pylist(), tail.filter(mask).to_pylist(), strict=True):
-                found[parent].append(row)
-        return found
 
     def version_line(self, table_oid: str) -> VersionLine:
         """The table's ``table_version`` rows (``<table>$<number>``): one range of the base and one filter of

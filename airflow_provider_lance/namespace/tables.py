@@ -187,7 +187,8 @@ def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesRespo
     if catalog.config.manifest_enabled:
         catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
         # in byte order and lazy: a page reads its names and no more (below the whole listing is merged)
-        names = catalog.manifest.child_names(ids.child_prefix(parts), TABLE, None if merged else request.page_token)
+        after = None if merged else request.page_token
+        names = catalog.manifest.index(ordered=True).child_names(ids.child_prefix(parts), TABLE, after)
     if merged:
         known = set(names)
         names = iter(known.union(_v1_table_names(catalog, known)))
@@ -336,7 +337,7 @@ def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterT
 def _check_location_is_free(catalog: Catalog, location: str) -> None:
     """Two tables never share bytes: the location must not be another table's, nor lie inside or around one
     (a table directory is one with ``_versions/``, or a registered location)."""
-    overlap = catalog.manifest.location_overlap(location)
+    overlap = catalog.manifest.index().location_overlap(location)
     if overlap is not None:
         raise InvalidInputError(f"Invalid location '{location}': it overlaps table '{overlap[1]}' at '{overlap[0]}'")
     for ancestor in ["/".join(location.split("/")[:depth]) for depth in range(1, location.count("/") + 1)]:

@@ -108,7 +108,7 @@ def file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> Ta
 
 def version_line(catalog: Catalog, table: Table) -> VersionLine:
     """The table's ``table_version`` rows in the operation's snapshot (``RowIndex.version_line``)."""
-    return catalog.manifest.version_line(table.object_id) if catalog.config.manifest_enabled else NO_VERSIONS
+    return catalog.manifest.index().version_line(table.object_id) if catalog.config.manifest_enabled else NO_VERSIONS
 
 
 def version_rows(catalog: Catalog, tables: Sequence[Table]) -> list[dict[int, ManifestRow]]:

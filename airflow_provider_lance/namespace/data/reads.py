@@ -221,7 +221,7 @@ def list_all_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesR
     names = set(direct.tables)
     if catalog.config.manifest_enabled:
         prefix = ids.child_prefix(parts)
-        for oid in catalog.manifest.child_ids(prefix, TABLE):
+        for oid in catalog.manifest.index().descendants(prefix, TABLE)["object_id"].to_pylist():
             if request.include_declared is False and not versions.has_manifests(
                 catalog, catalog.find_table(oid.split(ids.DELIMITER), check_parent=False)
             ):
