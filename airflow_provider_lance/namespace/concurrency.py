@@ -1,12 +1,7 @@
-"""The engine's one thread pool, for two jobs:
-
-* running an operation that pylance called back from one of its Rust threads on a Python thread (a pylance
-  call made on such a thread crashes the interpreter: it holds the GIL without a Python thread state);
-* running the per-entry storage requests of a batch concurrently on a remote store (each request waits on
-  the network with the GIL released).
-
-A task already on the pool runs nested work inline, so a callback never waits for a free worker of its own
-pool. A forked child builds a pool of its own (it has none of its parent's threads).
+"""The engine's one thread pool: it runs an operation that pylance called back from one of its Rust threads on
+a Python thread (a pylance call made on such a thread crashes the interpreter), and a batch's per-entry storage
+requests concurrently on a remote store. Work nested on the pool runs inline (a callback never waits for a
+worker of its own pool); a forked child builds its own pool.
 """
 
 from __future__ import annotations
@@ -52,9 +47,8 @@ def run_on_python_thread(function: Callable[[], _R]) -> _R:
 
 
 def map_concurrently(function: Callable[[_T], _R], items: Sequence[_T], concurrent: bool) -> list[_R]:
-    """``[function(item) for item in items]``, on the pool when ``concurrent`` and there are several items.
-    Every call finishes before the first failure (in item order) is raised, so no request of an operation
-    outlives it."""
+    """``[function(item) for item in items]``, on the pool when ``concurrent``. Every call finishes before the
+    first failure (in item order) is raised, so no request of an operation outlives it."""
     if not concurrent or len(items) < 2 or _on_pool():
         return [function(item) for item in items]
     futures = [_pool().submit(function, item) for item in items]

@@ -1,6 +1,5 @@
-"""Pure naming rules: identifiers and object ids (seed 000, "Object Mapping"), table locations, and the keys
-of manifest files (seed 003, "Manifest Naming Schemes"). No I/O: every rule of the storage format that is a
-function of names is here, testable on its own."""
+"""Every naming rule of the storage format, without I/O: identifiers and object ids (seed 000, "Object
+Mapping"), table locations, URI escaping, pages of names, manifest file names (seed 003)."""
 
 from __future__ import annotations
 
@@ -33,11 +32,9 @@ _FORBIDDEN_CHARACTERS = (DELIMITER, "/", "\\")
 
 
 def validate_identifier(parts: object, kind: str, allow_root: bool = False) -> list[str]:
-    """Return ``parts`` as a list, or raise InvalidInput naming the offending part.
-
-    Stricter than the reference on purpose: a ``$`` would collide with the object-id delimiter, a ``/`` or
-    ``\\`` or ``.``/``..`` would escape the table directory, and control characters break listings.
-    """
+    """Return ``parts`` as a list, or raise InvalidInput naming the offending part. Stricter than the reference
+    on purpose: ``$`` is the object-id delimiter, ``/``, ``\\``, ``.``, ``..`` would escape the table directory,
+    and control characters break listings."""
     if parts is None:
         parts = []
     if isinstance(parts, str) or not isinstance(parts, (list, tuple)):
@@ -139,8 +136,8 @@ def paginate(names: Iterable[str], page_token: str | None, limit: int | None) ->
 
 
 def paginate_sorted(names: Iterator[str], limit: int | None) -> tuple[list[str], str | None]:
-    """A page of distinct names already in byte order and after the page token: cut at ``limit`` (reading
-    one name past it, no further); a next token only when more remain."""
+    """A page of distinct names already in byte order and after the page token: cut at ``limit`` (reading one
+    name past it); a next token only when more remain."""
     if limit is not None and limit < 0:
         raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
     ordered = list(names if limit is None else itertools.islice(names, limit + 1))

@@ -220,11 +220,6 @@ class ManifestTable:
         for request in group:  # the version that answered them: the commit's, or the one found to hold a duplicate
             request.snapshot = getattr(self._scope, "published", None) or seen
 
-    def replace_table(self, table_oid: str, rows: list[ManifestRow]) -> None:
-        """Insert ``rows`` and delete the table's row and ``table_version`` rows in one commit (a rename);
-        DuplicateObjectError (nothing written) if any new id exists."""
-        self.insert(rows, replacing=RowSelection.table_and_versions(table_oid).sql())
-
     def upsert(self, rows: list[ManifestRow]) -> None:
         """Replace rows by id in one merge-insert (a namespace's new properties; a repoint whose row is gone)."""
         data = rows_table(rows)

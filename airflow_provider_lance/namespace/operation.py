@@ -65,9 +65,8 @@ def _refuse_unknown_fields(request: dict[str, Any], model: type[pydantic.BaseMod
 
 @contextmanager
 def namespace_errors(operation: str, root: str) -> Iterator[None]:
-    """Storage and pylance failures as ``lance_namespace`` errors: a root that cannot be a catalog (a file on
-    its path, a missing bucket) is InvalidInput naming it, a refusal PermissionDenied, a store that did not
-    answer ServiceUnavailable, anything else Internal."""
+    """Storage and pylance failures as ``lance_namespace`` errors: an unusable root InvalidInput naming it, a
+    refusal PermissionDenied, a store that did not answer ServiceUnavailable, anything else Internal."""
     try:
         yield
     except LanceNamespaceError:

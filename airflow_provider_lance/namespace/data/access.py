@@ -1,12 +1,6 @@
-"""How a data-plane operation reaches a table's Lance dataset: locating the table, opening it for a read (a
-version, a branch) or for a write, decoding the Arrow IPC body, and turning pylance's failures into
-``lance_namespace`` errors.
-
-Writes with table version management go through the ``DirectoryNamespace`` facade (``Catalog.facade``):
-pylance opens the dataset through the namespace (``lance.dataset(namespace_client=..., table_id=...)``),
-stages each new manifest and commits it with CreateTableVersion, so every data-plane write becomes a
-``table_version`` row (seed 003). Without
-management, writes commit straight to ``_versions/`` as any pylance writer does.
+"""How a data-plane operation reaches a table's Lance dataset: locating it, opening it for a read or a write,
+decoding the Arrow IPC body, and pylance's failures as ``lance_namespace`` errors. With table version management
+pylance writes through the facade (``Catalog.facade``), so every write is a ``table_version`` row (seed 003).
 """
 
 from __future__ import annotations
@@ -55,8 +49,7 @@ _REF_NOT_FOUND = "Ref not found error"
 
 
 def locate(catalog: Catalog, identifier: list[str] | None) -> Table:
-    """The table named by a request's ``id`` (InvalidInput, NamespaceNotFound, TableNotFound), with any commit
-    that stopped after its row finished first (a data-plane read or write then sees it)."""
+    """The table named by a request's ``id``, any commit that stopped after its row finished first."""
     table = catalog.find_table(ids.validate_identifier(identifier, "table"))
     finish_pending(catalog, table)
     return table
@@ -73,9 +66,8 @@ def read_ipc(request_data: bytes | None, operation_name: str) -> pa.Table:
 
 
 def table_dataset(catalog: Catalog, table: Table, version: int | None = None) -> lance.LanceDataset:
-    """The table's dataset (the latest version, or ``version``): with management the latest is the one
-    ``__manifest`` commits (a commit left half-done is finished first). TableNotFound for a table that is
-    only declared, TableVersionNotFound for a missing version."""
+    """The table's dataset (the latest version, with management ``__manifest``'s, or ``version``); TableNotFound
+    for a table that is only declared, TableVersionNotFound for a missing version."""
     if version is None and catalog.managed():
         latest = versions.latest_version(catalog, table)
         version = latest.version if latest else None
@@ -100,9 +92,8 @@ def read_dataset(
 
 
 def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> lance.LanceDataset:
-    """The dataset a write goes to. With management it is opened through the namespace (``Catalog.facade``), so that
-    each commit is a managed version; a branch write is then refused (its versions are not main-line
-    versions, and ``__manifest`` tracks only those)."""
+    """The dataset a write goes to; with management opened through the facade, and a branch write refused
+    (``__manifest`` tracks only main-line versions)."""
     if catalog.managed():
         if branch is not None:
             raise UnsupportedOperationError(
@@ -128,9 +119,8 @@ def transaction_id(dataset: lance.LanceDataset) -> str | None:
 
 @contextmanager
 def pylance_errors(what: str, reference: str = "") -> Iterator[None]:
-    """pylance's failures as ``lance_namespace`` errors: tags and branches (``reference`` names the tag or
-    branch), missing versions, and user input pylance rejects (predicates, expressions, columns). Anything
-    else is left to :func:`~airflow_provider_lance.namespace.operation.namespace_errors` (Internal)."""
+    """pylance's failures as ``lance_namespace`` errors: tags and branches (``reference`` names one), missing
+    versions, input pylance rejects; anything else is left to ``operation.namespace_errors``."""
     try:
         yield
     except LanceNamespaceError:

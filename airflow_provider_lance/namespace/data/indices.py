@@ -1,9 +1,5 @@
 """Table indices: CreateTableIndex, CreateTableScalarIndex, ListTableIndices, DescribeTableIndexStats,
-DropTableIndex.
-
-Index types are pylance's: vector (``IVF_FLAT``, ``IVF_PQ``, ``IVF_SQ``, ``IVF_RQ``, ``IVF_HNSW_FLAT``,
-``IVF_HNSW_PQ``, ``IVF_HNSW_SQ``) and scalar (``BTREE``, ``BITMAP``, ``LABEL_LIST``, ``INVERTED``/``FTS``,
-``NGRAM``, ``ZONEMAP``, ``BLOOMFILTER``). An index is named ``<column>_idx`` unless ``name`` is given; a
+DropTableIndex. Index types are pylance's; an index is named ``<column>_idx`` unless ``name`` is given, and a
 name in use is TableIndexAlreadyExists (nothing is replaced).
 """
 

@@ -1,9 +1,6 @@
 """Reading rows and facts about them: CountTableRows, QueryTable, ExplainTableQueryPlan,
-AnalyzeTableQueryPlan, GetTableStats, DescribeTransaction, ListAllTables.
-
-Reads take ``version`` and ``branch`` where the request has them. QueryTable answers with an Arrow IPC file
-(as the reference does); its ``vector`` is an object (``single_vector`` or ``multi_vector``), empty for a
-plain scan.
+AnalyzeTableQueryPlan, GetTableStats, DescribeTransaction, ListAllTables. Reads take ``version`` and ``branch``
+where the request has them.
 """
 
 from __future__ import annotations
@@ -193,9 +190,8 @@ def describe_transaction(catalog: Catalog, request: DescribeTransactionRequest) 
 
 
 def alter_transaction(catalog: Catalog, request: AlterTransactionRequest) -> AlterTransactionResponse:
-    """AlterTransaction: a Lance transaction is immutable once committed (every one here has SUCCEEDED), so
-    an action that would change it is refused (Unsupported) instead of being ignored as the reference does;
-    setting the status it already has changes nothing. Answers the transaction as DescribeTransaction."""
+    """AlterTransaction: a committed Lance transaction is immutable, so an action that would change it is
+    refused (Unsupported; the reference ignores it); setting the status it has changes nothing."""
     described = describe_transaction(catalog, DescribeTransactionRequest(id=request.id))
     for action in request.actions:
         status = action.set_status_action.status if action.set_status_action is not None else None

@@ -1,8 +1,5 @@
-"""Writing rows: CreateTable, InsertIntoTable, MergeInsertIntoTable, UpdateTable, DeleteFromTable.
-
-Bodies are Arrow IPC streams. Every write is one pylance commit; with table version management it is a
-managed version (a ``table_version`` row, see access.py). Bad input (a malformed body, an unknown column, a
-predicate that does not parse) is InvalidInput and writes nothing.
+"""Writing rows: CreateTable, InsertIntoTable, MergeInsertIntoTable, UpdateTable, DeleteFromTable. Bodies are
+Arrow IPC streams; every write is one pylance commit; bad input is InvalidInput and writes nothing.
 """
 
 from __future__ import annotations
@@ -44,10 +41,9 @@ _WRITE_MODES = ("append", "overwrite")
 def create_table(
     catalog: Catalog, request: CreateTableRequest, request_data: bytes | None = None
 ) -> CreateTableResponse:
-    """CreateTable: declare the table (location, ``.lance-reserved``, manifest row) and write the body as its
-    first version. ``mode``: ``create`` (default; TableAlreadyExists if it exists), ``exist_ok`` (an existing
-    table is returned untouched) or ``overwrite`` (an existing table gets the body as a new version). A
-    failed first write takes the declaration back."""
+    """CreateTable: declare the table and write the body as its first version (a failed write takes the
+    declaration back). ``mode``: ``create`` (default), ``exist_ok`` (an existing table is answered untouched)
+    or ``overwrite`` (an existing table gets the body as a new version)."""
     parts = ids.validate_identifier(request.id, "table")
     mode = _CREATE_MODES.get((request.mode or "create").lower())
     if mode is None:
