@@ -62,12 +62,12 @@ class Catalog:
     :param facade: the ``DirectoryNamespace`` serving this catalog (held weakly: it owns the catalog).
     """
 
-    def __init__(self, config: NamespaceConfig, facade: LanceNamespace | None = None) -> None:
+    def __init__(self, config: NamespaceConfig, facade: LanceNamespace) -> None:
         self.config = config
-        self._facade = weakref.ref(facade) if facade is not None else None
+        self._facade = weakref.ref(facade)
         self.storage = Storage(config.root, config.storage_options)
         store = RowsStore.of(self.storage, config.manifest_cache_dir, config.rows_object_max_rows)
-        snapshots = SnapshotStore(self.storage, self.storage.options, store, config.check_rows)
+        snapshots = SnapshotStore(self.storage, store, config.check_rows)
         self.manifest = ManifestTable(self.storage, config.commit_retries, config.maintenance, snapshots)
         # STS scopes credentials to S3 prefixes only: another root answers none (docs/engine.md, "Secrets")
         self.vendor = None
@@ -78,8 +78,8 @@ class Catalog:
     def facade(self) -> LanceNamespace:
         """The namespace pylance commits a managed write through (``namespace_client``): its callbacks are the
         facade's operations."""
-        facade = self._facade() if self._facade is not None else None
-        if facade is None:
+        facade = self._facade()
+        if facade is None:  # collected: the catalog outlived its namespace
             raise InternalError("This catalog has no DirectoryNamespace to commit managed writes through")
         return facade
 

@@ -33,7 +33,7 @@ from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.concurrency import map_concurrently
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow
-from airflow_provider_lance.namespace.storage import FileInfo, is_transient_error
+from airflow_provider_lance.namespace.storage import is_transient_error
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
     file_version,
@@ -198,7 +198,7 @@ def version_rows_to_insert(
     of one table follow each other in entry order) with its staged manifest in place."""
     storage = catalog.storage
     now = int(time.time() * 1000)
-    infos = map_concurrently(lambda entry: _staged_info(catalog, entry), entries, storage.is_remote)
+    infos = map_concurrently(lambda entry: storage.file_info(entry.staged_key), entries, storage.is_remote)
     latest_of: dict[str, int] = {}
     rows = []
     for entry, names, info in zip(entries, listings, infos, strict=True):
@@ -278,11 +278,3 @@ def _finalize_committed(catalog: Catalog, entry: VersionEntry, row: ManifestRow)
             "Version %s committed; its manifest stays staged until a later call finishes it: %s", row.object_id, error
         )
         return meta
-
-
-def _staged_info(catalog: Catalog, entry: VersionEntry) -> FileInfo | None:
-    """The staged manifest's size and e-tag (one request), None when it does not exist."""
-    try:
-        return catalog.storage.info(entry.staged_key)
-    except FileNotFoundError:
-        return None

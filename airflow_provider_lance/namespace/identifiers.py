@@ -79,21 +79,18 @@ def v1_location(table_name: str) -> str:
     return table_name + TABLE_SUFFIX
 
 
-def hashed_location(table_parts: Sequence[str]) -> str:
-    """Manifest location ``<8 hex>_<object id>``; the prefix spreads keys over object-store partitions."""
+def table_location(table_parts: Sequence[str], dir_listing_enabled: bool) -> str:
+    """Where a new table lives, relative to the root (seed 000, DeclareTable step 2): a root table in
+    compatibility mode at ``<name>.lance``, else at ``<8 hex>_<object id>`` (the prefix spreads keys over
+    object-store partitions)."""
+    if dir_listing_enabled and len(table_parts) == 1:
+        return v1_location(table_parts[0])
     name = f"{secrets.token_hex(4)}_{object_id(table_parts)}"
     if len(name.encode()) > MAX_DIRECTORY_NAME_BYTES:
         raise InvalidInputError(
             f"Invalid table identifier: '{object_id(table_parts)[:48]}...' is too long for a table directory"
         )
     return name
-
-
-def table_location(table_parts: Sequence[str], dir_listing_enabled: bool) -> str:
-    """Where a new table lives, relative to the root (seed 000, DeclareTable step 2)."""
-    if dir_listing_enabled and len(table_parts) == 1:
-        return v1_location(table_parts[0])
-    return hashed_location(table_parts)
 
 
 def validate_relative_location(location: object) -> str:

@@ -56,18 +56,14 @@ class ManifestTable:
     """
 
     def __init__(
-        self,
-        storage: Storage,
-        commit_retries: int,
-        maintenance_policy: MaintenancePolicy | None = None,
-        snapshots: SnapshotStore | None = None,
+        self, storage: Storage, commit_retries: int, maintenance_policy: MaintenancePolicy, snapshots: SnapshotStore
     ) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self.storage_options = storage.options
         self.storage = storage
         self.commit_retries = commit_retries
-        self.maintenance_policy = maintenance_policy or MaintenancePolicy()
-        self._snapshots = snapshots or SnapshotStore(storage, storage.options)
+        self.maintenance_policy = maintenance_policy
+        self._snapshots = snapshots
         self._scope = threading.local()  # per thread: the operation's snapshot
         self._last_published: Snapshot | None = None  # by a commit of this instance
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of

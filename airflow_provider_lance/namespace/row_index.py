@@ -360,11 +360,8 @@ def _sorted(rows: pa.Table, first: int) -> tuple[pa.Array, pa.Array, pa.Array]:
     order = pc.sort_indices(rows.column("object_id"))
     positions = pc.add(order.cast(pa.int32()), pa.scalar(first, pa.int32()))
     ids = _one_chunk(rows.column("object_id").take(order))
-    return positions, ids, _one_chunk(_codes(rows.column("object_type")).take(order))  # types: one byte each
-
-
-def _codes(types: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    return pc.index_in(types, value_set=_TYPES).cast(pa.int8())
+    codes = pc.index_in(rows.column("object_type"), value_set=_TYPES).cast(pa.int8())  # one byte each
+    return positions, ids, _one_chunk(codes.take(order))
 
 
 def _one_chunk(array: pa.ChunkedArray) -> pa.Array:

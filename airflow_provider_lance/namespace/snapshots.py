@@ -265,21 +265,14 @@ def fragment_keys(fragments: list[lance.LanceFragment]) -> dict[int, FragmentKey
 class SnapshotStore:
     """The latest published snapshot of one ``__manifest`` and how to check that it still is the latest.
 
-    :param storage_options: what pylance opens the table with.
     :param store: the stored rows of this catalog (rows_store.py), if it has any tier.
     :param check: check mode, for every snapshot of this catalog.
     """
 
-    def __init__(
-        self,
-        storage: Storage,
-        storage_options: dict[str, str],
-        store: RowsStore | None = None,
-        check: bool = False,
-    ) -> None:
+    def __init__(self, storage: Storage, store: RowsStore | None, check: bool) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self._storage = storage
-        self._storage_options = storage_options or None
+        self._storage_options = storage.options or None
         self._store = store
         self.check = check
         self._lock = threading.Lock()
