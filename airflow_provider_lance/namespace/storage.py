@@ -265,36 +265,30 @@ class Storage:
 
     def list_dir(self, key: str = "") -> dict[str, FileInfo | None]:
         """Direct children of ``key``: name → FileInfo for files, None for directories; {} if missing."""
-        try:
-            entries = self._ls(self.path(key), detail=True)
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
-        prefix = self.path(key).rstrip("/") + "/"
-        children: dict[str, FileInfo | None] = {}
-        for entry in entries:
-            name = entry["name"].rstrip("/")
-            if not name.lstrip("/").startswith(prefix.lstrip("/")):
-                continue  # a file listed as itself
-            child = name.lstrip("/")[len(prefix.lstrip("/")) :]
-            if not child or "/" in child:
-                continue
-            children[child] = None if entry.get("type") == "directory" else self._file_info(entry)
-        return children
+        return {
+            child: None if entry.get("type") == "directory" else self._file_info(entry)
+            for child, entry in self._children(key, detail=True)
+        }
 
     def list_names(self, key: str = "") -> list[str]:
         """Names of the direct children of ``key`` ([] if missing): one listing, without the per-entry ``stat``
         of a detailed local listing."""
+        return [child for child, _ in self._children(key, detail=False)]
+
+    def _children(self, key: str, detail: bool) -> list[tuple[str, Any]]:
+        """(name, listing entry) of each direct child of ``key`` (a file listed as itself is none)."""
         try:
-            entries = self._ls(self.path(key), detail=False)
+            entries = self._ls(self.path(key), detail=detail)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        prefix = self.path(key).rstrip("/").lstrip("/") + "/"
-        names = []
+        base = self.path(key).strip("/")
+        prefix = base + "/" if base else ""
+        children = []
         for entry in entries:
-            name = entry.rstrip("/").lstrip("/")
+            name = (entry["name"] if detail else entry).strip("/")
             if name.startswith(prefix) and (child := name[len(prefix) :]) and "/" not in child:
-                names.append(child)
-        return names
+                children.append((child, entry))
+        return children
 
     def _ls(self, path: str, detail: bool) -> list[Any]:
         """One listing of the directory ``path``. s3fs's ``ls`` follows an empty listing with one of the parent
