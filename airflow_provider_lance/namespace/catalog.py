@@ -56,11 +56,8 @@ class Table:
 
 
 class Catalog:
-    """Configuration, storage and ``__manifest`` of one namespace root.
-
-    :param config: the validated constructor properties.
-    :param facade: the ``DirectoryNamespace`` serving this catalog (held weakly: it owns the catalog).
-    """
+    """Configuration, storage and ``__manifest`` of one namespace root, for the ``DirectoryNamespace`` that owns
+    it (``facade``, held weakly)."""
 
     def __init__(self, config: NamespaceConfig, facade: LanceNamespace) -> None:
         self.config = config

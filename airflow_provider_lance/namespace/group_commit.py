@@ -60,12 +60,7 @@ class _Written:
 class InsertGroup:
     """One commit of a group of inserts: a guarded append of every request that duplicates no row of the version
     below nor an earlier request; when a compaction that rewrites every row would follow at once, the commit is
-    that rewrite (``maintenance.rewrite_due``).
-
-    :param group: the requests, in queue order.
-    :param storage: where a data file no version took is deleted.
-    :param storage_options: what pylance writes with.
-    :param policy: when ``__manifest`` compacts.
+    that rewrite (``maintenance.rewrite_due``). ``group``: the requests, in queue order.
     """
 
     group: list[Request]
@@ -130,9 +125,6 @@ class InsertGroup:
 class DeleteGroup:
     """One commit of a group of deletes: one Lance delete of the union of the selections. Each request counts
     the rows no earlier request of the group removed (exactly one of two deletes of a row sees 1).
-
-    :param group: the requests, in queue order.
-    :param conflict_retries: how often pylance retries the delete on a conflict.
     """
 
     group: list[Request]

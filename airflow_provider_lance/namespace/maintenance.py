@@ -277,8 +277,8 @@ def maintain_manifest(
     older_than: timedelta = DEFAULT_KEEP,
     min_fragments: int = 2,
 ) -> dict[str, Any]:
-    """Compact ``__manifest`` and remove its versions older than ``older_than`` (never the latest, never one
-    inside the window running readers may use). Safe while other processes read and write.
+    """Compact ``__manifest`` and remove its versions older than ``older_than`` (never the latest); safe while
+    other processes read and write.
 
     :param namespace: an ``airflow_provider_lance.namespace.DirectoryNamespace``.
     :param compact: rewrite small fragments into one (when there are at least ``min_fragments``).

@@ -47,12 +47,7 @@ class ManifestTable:
     on one snapshot (snapshots.py), checked out at its first read. A conflicting commit is retried on the new
     latest version up to ``commit_retries`` times with its intent re-applied, so a true conflict (the same
     object id) still fails as a duplicate and only contention that outlasts the retries is
-    ConcurrentModification.
-
-    :param storage: the namespace storage (for the table URI and storage options).
-    :param commit_retries: how often a conflicting commit is retried.
-    :param maintenance_policy: when a commit triggers compaction and clean-up.
-    :param snapshots: the published snapshots, with where a new process finds rows (remote catalogs).
+    ConcurrentModification. ``maintenance_policy``: when a commit triggers compaction and clean-up.
     """
 
     def __init__(

@@ -136,10 +136,7 @@ class _S3Object:
 
 
 class RowsStore:
-    """The stored rows of one catalog: its tiers, nearest first.
-
-    :param tiers: the tiers this catalog has (see :meth:`of`).
-    """
+    """The stored rows of one catalog: its tiers, nearest first (see :meth:`of`)."""
 
     def __init__(self, tiers: list[_Tier]) -> None:
         self.tiers = tiers

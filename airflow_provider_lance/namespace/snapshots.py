@@ -263,11 +263,8 @@ def fragment_keys(fragments: list[lance.LanceFragment]) -> dict[int, FragmentKey
 
 
 class SnapshotStore:
-    """The latest published snapshot of one ``__manifest`` and how to check that it still is the latest.
-
-    :param store: the stored rows of this catalog (rows_store.py), if it has any tier.
-    :param check: check mode, for every snapshot of this catalog.
-    """
+    """The latest published snapshot of one ``__manifest`` and how to check that it still is the latest;
+    ``store``: the catalog's stored rows (rows_store.py), if it has any tier; ``check``: check mode."""
 
     def __init__(self, storage: Storage, store: RowsStore | None, check: bool) -> None:
         self.uri = storage.uri(MANIFEST_DIR)

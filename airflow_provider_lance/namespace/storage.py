@@ -79,11 +79,8 @@ class FileInfo:
 
 
 class Storage:
-    """The namespace root on an fsspec filesystem.
-
-    :param root: the root URI (``file:///abs``, ``memory://x``, ``s3://bucket/prefix``).
-    :param options: the ``storage.*`` properties without their prefix (Lance option names).
-    """
+    """The namespace root (a URI: ``file:///abs``, ``memory://x``, ``s3://bucket/prefix``) on an fsspec
+    filesystem; ``options``: the ``storage.*`` properties without their prefix (Lance option names)."""
 
     def __init__(self, root: str, options: dict[str, str]) -> None:
         self.root = root  # a URI, its path percent-encoded (normalize_root)

@@ -48,7 +48,7 @@ from airflow_provider_lance.namespace.catalog import (
     Catalog,
     Table,
 )
-from airflow_provider_lance.namespace.data.datasets import open_dataset, tag_target
+from airflow_provider_lance.namespace.data.access import open_dataset, tag_target
 from airflow_provider_lance.namespace.data.schema import to_json_schema
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow

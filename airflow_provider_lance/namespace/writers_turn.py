@@ -71,10 +71,8 @@ class Request:
 
 
 class GroupCommit:
-    """Turn 1: the queue of one ``__manifest``'s writers in one process.
-
-    :param run: commits a group of requests (of one kind) and answers each of them.
-    """
+    """Turn 1: the queue of one ``__manifest``'s writers in one process; ``run`` commits a group of requests
+    (of one kind) and answers each of them."""
 
     def __init__(self, run: Callable[[list[Request]], None]) -> None:
         self._run = run
@@ -138,12 +136,8 @@ class GroupCommit:
 
 
 class WritersTurn:
-    """The turns of one ``__manifest``'s writers in this process.
-
-    :param run_group: commits a group of requests (``ManifestTable``), in the instance and machine turns.
-    :param machine_key: ``Storage.catalog_key``; None: no machine turn (``memory://`` is private to one instance).
-    :param released: called once the turn is released (work other writers need not wait for).
-    """
+    """The turns of one ``__manifest``'s writers in this process. ``machine_key``: ``Storage.catalog_key``, None
+    for no machine turn (``memory://``); ``released``: called once the turn is released."""
 
     def __init__(
         self, run_group: Callable[[list[Request]], None], machine_key: str | None, released: Callable[[], None]
@@ -171,10 +165,7 @@ class WritersTurn:
 
 
 class MachineTurn:
-    """Turn 3: the turn of one catalog's writers on this machine.
-
-    :param catalog_key: what names the catalog on this machine (its URI and endpoint).
-    """
+    """Turn 3: the turn of the writers of one catalog (``Storage.catalog_key``) on this machine."""
 
     def __init__(self, catalog_key: str) -> None:
         digest = hashlib.sha256(catalog_key.encode()).hexdigest()[:32]

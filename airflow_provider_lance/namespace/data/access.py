@@ -25,7 +25,7 @@ from lance_namespace import (
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import versions
 from airflow_provider_lance.namespace.catalog import Catalog, Table
-from airflow_provider_lance.namespace.data.datasets import open_dataset
+from airflow_provider_lance.namespace.storage import is_not_found_error
 from airflow_provider_lance.namespace.versions import finish_pending
 
 # Phrases of pylance's error messages (its Python exceptions carry no kind) and what they mean.
@@ -53,6 +53,33 @@ def locate(catalog: Catalog, identifier: list[str] | None) -> Table:
     table = catalog.find_table(ids.validate_identifier(identifier, "table"))
     finish_pending(catalog, table)
     return table
+
+
+def open_dataset(catalog: Catalog, table: Table, version: int | None = None) -> lance.LanceDataset | None:
+    """The table's Lance dataset (at ``version``, else the latest), or None when it has no such version."""
+    try:
+        return lance.dataset(
+            catalog.storage.uri(table.location),
+            version=version,
+            storage_options=catalog.config.storage_options or None,
+        )
+    except (ValueError, OSError) as error:
+        if is_not_found_error(error):  # not a 403 or a missing bucket: those must fail
+            return None
+        raise
+
+
+def tag_not_found(table: Table, tag: str) -> TableTagNotFoundError:
+    return TableTagNotFoundError(f"Table tag not found: '{tag}' of '{table.object_id}'")
+
+
+def tag_target(dataset: lance.LanceDataset | None, table: Table, tag: str) -> tuple[int, str | None]:
+    """The version and branch that ``tag`` names (``dataset``: the table's, None when it is only declared);
+    TableTagNotFound when there is no such tag."""
+    tags = dataset.tags.list() if dataset is not None else {}
+    if tag not in tags:
+        raise tag_not_found(table, tag)
+    return tags[tag]["version"], tags[tag]["branch"]
 
 
 def read_ipc(request_data: bytes | None, operation_name: str) -> pa.Table:

@@ -24,8 +24,14 @@ from lance_namespace_urllib3_client.models import TagContents
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
-from airflow_provider_lance.namespace.data.access import check_branch, locate, pylance_errors, table_dataset
-from airflow_provider_lance.namespace.data.datasets import tag_not_found, tag_target
+from airflow_provider_lance.namespace.data.access import (
+    check_branch,
+    locate,
+    pylance_errors,
+    table_dataset,
+    tag_not_found,
+    tag_target,
+)
 
 
 def _tagged(catalog: Catalog, identifier: list[str] | None) -> tuple[Table, lance.LanceDataset, dict]:
