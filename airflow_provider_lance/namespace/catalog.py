@@ -14,13 +14,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from lance_namespace import (
-    InternalError,
-    LanceNamespace,
-    NamespaceNotFoundError,
-    TableNotFoundError,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.config import NamespaceConfig
@@ -59,7 +53,7 @@ class Catalog:
     """Configuration, storage and ``__manifest`` of one namespace root, for the ``DirectoryNamespace`` that owns
     it (``facade``, held weakly)."""
 
-    def __init__(self, config: NamespaceConfig, facade: LanceNamespace) -> None:
+    def __init__(self, config: NamespaceConfig, facade: ln.LanceNamespace) -> None:
         self.config = config
         self._facade = weakref.ref(facade)
         self.storage = Storage(config.root, config.storage_options)
@@ -72,18 +66,18 @@ class Catalog:
             self.vendor = CredentialVendor(config.credential_vendor, config.storage_options)
 
     @property
-    def facade(self) -> LanceNamespace:
+    def facade(self) -> ln.LanceNamespace:
         """The namespace pylance commits a managed write through (``namespace_client``): its callbacks are the
         facade's operations."""
         facade = self._facade()
         if facade is None:  # collected: the catalog outlived its namespace
-            raise InternalError("This catalog has no DirectoryNamespace to commit managed writes through")
+            raise ln.InternalError("This catalog has no DirectoryNamespace to commit managed writes through")
         return facade
 
     # -- modes ------------------------------------------------------------------------------------------
     def require_manifest(self, operation: str) -> None:
         if not self.config.manifest_enabled:
-            raise UnsupportedOperationError(f"{operation} needs the manifest (manifest_enabled=true)")
+            raise ln.UnsupportedOperationError(f"{operation} needs the manifest (manifest_enabled=true)")
 
     def managed(self) -> bool:
         """Table version management: on when the constructor asked for it or ``__manifest`` says so."""
@@ -132,7 +126,7 @@ class Catalog:
             return
         row = rows.get(ids.object_id(parts))
         if row is None or row.object_type != NAMESPACE:
-            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
+            raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
 
     def insert_child(self, row: ManifestRow, parent: list[str]) -> None:
         """Insert one row under ``parent``, persisting table version management first when the constructor
@@ -150,7 +144,7 @@ class Catalog:
         for at, (row, parent) in enumerate(children):
             if errors[at] is None and parent and ids.object_id(parent) not in self.rows(ids.object_id(parent)):
                 self.manifest.delete_object(row.object_id, row.object_type)
-                errors[at] = NamespaceNotFoundError(
+                errors[at] = ln.NamespaceNotFoundError(
                     f"Namespace not found: '{ids.object_id(parent)}' (dropped concurrently)"
                 )
         return errors
@@ -195,5 +189,5 @@ class Catalog:
             return Table(parts, row.location, row)
         table = None if listed else self.v1_table(parts)
         if table is None:
-            raise TableNotFoundError(f"Table not found: '{table_oid}'")
+            raise ln.TableNotFoundError(f"Table not found: '{table_oid}'")
         return table

@@ -15,17 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lance_namespace import (
-    BatchCreateTableVersionsRequest,
-    BatchCreateTableVersionsResponse,
-    ConcurrentModificationError,
-    CreateTableVersionEntry,
-    CreateTableVersionRequest,
-    CreateTableVersionResponse,
-    InvalidInputError,
-    TableVersion,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import feature_flags
 from airflow_provider_lance.namespace import identifiers as ids
@@ -69,54 +59,54 @@ class VersionEntry:
 
 
 # -- the operations ---------------------------------------------------------------------------------------
-def create_table_version(catalog: Catalog, request: CreateTableVersionRequest) -> CreateTableVersionResponse:
+def create_table_version(catalog: Catalog, request: ln.CreateTableVersionRequest) -> ln.CreateTableVersionResponse:
     """CreateTableVersion: commit one staged manifest as the next version of a table."""
     table, managed = locate_line(catalog, request.id, request.branch, writing=True)
-    return CreateTableVersionResponse(version=_create(catalog, [(table, entry_of(request))], managed)[0])
+    return ln.CreateTableVersionResponse(version=_create(catalog, [(table, entry_of(request))], managed)[0])
 
 
-def entry_of(request: CreateTableVersionRequest) -> CreateTableVersionEntry:
+def entry_of(request: ln.CreateTableVersionRequest) -> ln.CreateTableVersionEntry:
     """The batch entry a CreateTableVersion request describes (the same fields but the request's own)."""
-    fields = set(CreateTableVersionEntry.model_fields) & set(CreateTableVersionRequest.model_fields)
-    return CreateTableVersionEntry(**{name: getattr(request, name) for name in fields})
+    fields = set(ln.CreateTableVersionEntry.model_fields) & set(ln.CreateTableVersionRequest.model_fields)
+    return ln.CreateTableVersionEntry(**{name: getattr(request, name) for name in fields})
 
 
 def batch_create_table_versions(
-    catalog: Catalog, request: BatchCreateTableVersionsRequest
-) -> BatchCreateTableVersionsResponse:
+    catalog: Catalog, request: ln.BatchCreateTableVersionsRequest
+) -> ln.BatchCreateTableVersionsResponse:
     """BatchCreateTableVersions: atomic with table version management; without it, entries are committed one
     by one (not atomic, as the spec says)."""
     if not request.entries:
-        raise InvalidInputError("BatchCreateTableVersions needs at least one entry")
+        raise ln.InvalidInputError("BatchCreateTableVersions needs at least one entry")
     # Every entry's table and parent rows in one lookup; the error is the first offending entry's.
-    identifiers: list[list[str] | InvalidInputError] = []
+    identifiers: list[list[str] | ln.InvalidInputError] = []
     for entry in request.entries:
         try:
             identifiers.append(ids.validate_identifier(entry.id, "table"))
-        except InvalidInputError as error:
+        except ln.InvalidInputError as error:
             identifiers.append(error)
-    valid = [parts for parts in identifiers if not isinstance(parts, InvalidInputError)]
+    valid = [parts for parts in identifiers if not isinstance(parts, ln.InvalidInputError)]
     rows = catalog.rows(*(oid for p in valid for oid in (ids.object_id(p[:-1]), ids.object_id(p))))
     located = []
     for parts, entry in zip(identifiers, request.entries, strict=True):
-        if isinstance(parts, InvalidInputError):
+        if isinstance(parts, ln.InvalidInputError):
             raise parts
         if entry.branch not in (None, MAIN_BRANCH):
             # one __manifest transaction covers main-line versions only
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 f"BatchCreateTableVersions commits main-line versions, not branch '{entry.branch}'"
             )
         located.append((catalog.find_table(parts, rows=rows), entry))
     keys = [(ids.object_id(entry.id), entry.version) for entry in request.entries]
     if len(set(keys)) != len(keys):
-        raise InvalidInputError("BatchCreateTableVersions has the same table version twice")
-    return BatchCreateTableVersionsResponse(versions=_create(catalog, located, catalog.managed()))
+        raise ln.InvalidInputError("BatchCreateTableVersions has the same table version twice")
+    return ln.BatchCreateTableVersionsResponse(versions=_create(catalog, located, catalog.managed()))
 
 
 # -- the protocol -----------------------------------------------------------------------------------------
 def _create(
-    catalog: Catalog, located: Sequence[tuple[Table, CreateTableVersionEntry]], managed: bool
-) -> list[TableVersion]:
+    catalog: Catalog, located: Sequence[tuple[Table, ln.CreateTableVersionEntry]], managed: bool
+) -> list[ln.TableVersion]:
     """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
     entry serves the scheme and the version checks."""
     remote = catalog.storage.is_remote
@@ -130,7 +120,7 @@ def _create(
 
 
 def validate_entry(
-    catalog: Catalog, table: Table, entry: CreateTableVersionEntry, names: Sequence[str]
+    catalog: Catalog, table: Table, entry: ln.CreateTableVersionEntry, names: Sequence[str]
 ) -> VersionEntry:
     """The staged manifest must be inside this table's ``_versions/``, staged (not final), for this version;
     anything else is InvalidInput and changes nothing. ``names``: the table's ``_versions/``."""
@@ -140,47 +130,47 @@ def validate_entry(
     name = key[len(directory) :] if key and key.startswith(directory) else None
     parsed = ids.parse_staged_manifest_name(name) if name else None
     if parsed is None or parsed[0] != entry.version:
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Invalid manifest_path for '{table.object_id}' v{entry.version}: it must be a staged manifest of "
             f"that version inside the table's {ids.VERSIONS_DIR}/ directory"
         )
     scheme = parsed[1]
     if entry.naming_scheme and entry.naming_scheme.upper() != scheme:
-        raise InvalidInputError(f"naming_scheme {entry.naming_scheme!r} does not match '{name}'")
+        raise ln.InvalidInputError(f"naming_scheme {entry.naming_scheme!r} does not match '{name}'")
     existing = naming_scheme(names)
     if existing and existing != scheme:
-        raise InvalidInputError(f"'{table.object_id}' uses naming scheme {existing}, not {scheme}")
+        raise ln.InvalidInputError(f"'{table.object_id}' uses naming scheme {existing}, not {scheme}")
     final_key = ids.manifest_key(table.location, entry.version, scheme)
     return VersionEntry(table, entry.version, scheme, key or "", final_key, entry.metadata)
 
 
-def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> TableVersion:
+def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> ln.TableVersion:
     """Seed 000 without management: staged → final with put-if-not-exists, ``version == latest + 1``,
     idempotent for identical bytes, then the staged file is deleted."""
     storage, oid = catalog.storage, entry.table.object_id
     if not storage.exists(entry.staged_key):
         if storage.exists(entry.final_key):  # a retry of a commit that already went through
             return version_files(catalog, entry.table)[entry.version]
-        raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
+        raise ln.InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
     files = version_files(catalog, entry.table)
     if entry.version in files:
         if manifests_differ(catalog, entry.staged_key, entry.final_key):
-            raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' already exists")
+            raise ln.ConcurrentModificationError(f"Version {entry.version} of '{oid}' already exists")
     else:
         latest = max(files, default=0)
         if entry.version != latest + 1:
-            raise ConcurrentModificationError(
+            raise ln.ConcurrentModificationError(
                 f"Version {entry.version} of '{oid}' is not the next version (latest is {latest})"
             )
         if not storage.copy_if_not_exists(entry.staged_key, entry.final_key) and manifests_differ(
             catalog, entry.staged_key, entry.final_key
         ):
-            raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' was committed concurrently")
+            raise ln.ConcurrentModificationError(f"Version {entry.version} of '{oid}' was committed concurrently")
     storage.delete(entry.staged_key)
     return file_version(catalog, entry.version, entry.final_key, storage.info(entry.final_key))
 
 
-def _create_managed(catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]) -> list[TableVersion]:
+def _create_managed(catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]) -> list[ln.TableVersion]:
     """Seed 003 "External Store Commit", steps (2) to (4) for every entry at once."""
     rows = version_rows_to_insert(catalog, entries, listings)
     mark_table_versions(catalog)
@@ -208,11 +198,11 @@ def version_rows_to_insert(
         if oid not in latest_of:
             latest_of[oid] = latest_number(catalog, entry.table, names, version_line(catalog, entry.table))
         if entry.version != latest_of[oid] + 1:
-            raise ConcurrentModificationError(
+            raise ln.ConcurrentModificationError(
                 f"Version {entry.version} of '{oid}' is not the next version (latest is {latest_of[oid]})"
             )
         if info is None:
-            raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
+            raise ln.InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
         latest_of[oid] = entry.version
         metadata = {
             "manifest_path": storage.object_path(entry.staged_key),
@@ -234,15 +224,15 @@ def mark_table_versions(catalog: Catalog) -> None:
         catalog.manifest.update_metadata(flag)
 
 
-def version_conflict(error: DuplicateObjectError) -> ConcurrentModificationError:
+def version_conflict(error: DuplicateObjectError) -> ln.ConcurrentModificationError:
     """A ``table_version`` row that exists already: another writer committed that version first."""
     table = (error.object_id or "").rpartition(ids.DELIMITER)[0] or "a table in the batch"
-    return ConcurrentModificationError(
+    return ln.ConcurrentModificationError(
         f"Version already exists for table '{table}' ({error.object_id}); nothing was committed"
     )
 
 
-def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[TableVersion]:
+def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[ln.TableVersion]:
     """Steps (3) and (4) after the commit point: copy each staged manifest to its final name, then repoint
     every row in one commit. The versions are committed whatever happens here, so a store that stops
     answering does not fail the operation (its caller would believe nothing was committed): a version whose

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from lance_namespace import InvalidInputError
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import credentials
 from airflow_provider_lance.namespace.credentials import VendorConfig
@@ -32,7 +32,7 @@ def parse_bool(name: str, value: Any, default: bool) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise InvalidInputError(f"Invalid property '{name}': expected 'true' or 'false', got {value!r}")
+    raise ln.InvalidInputError(f"Invalid property '{name}': expected 'true' or 'false', got {value!r}")
 
 
 def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
@@ -41,9 +41,9 @@ def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise InvalidInputError(f"Invalid property '{name}': expected an integer, got {value!r}") from None
+        raise ln.InvalidInputError(f"Invalid property '{name}': expected an integer, got {value!r}") from None
     if isinstance(value, bool) or number < minimum:
-        raise InvalidInputError(f"Invalid property '{name}': expected an integer >= {minimum}, got {value!r}")
+        raise ln.InvalidInputError(f"Invalid property '{name}': expected an integer >= {minimum}, got {value!r}")
     return number
 
 
@@ -59,7 +59,7 @@ def _cache_dir(value: Any) -> str | None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         return os.path.join(base, "airflow-provider-lance", "manifest-rows")
     if not isinstance(value, str):
-        raise InvalidInputError(f"Invalid property 'manifest_cache_dir': expected a string, got {value!r}")
+        raise ln.InvalidInputError(f"Invalid property 'manifest_cache_dir': expected a string, got {value!r}")
     return os.path.expanduser(value) if value.strip() else None
 
 
@@ -69,7 +69,7 @@ def _check_endpoint(key: str, value: str) -> None:
     secret keys often do) hides it from a URL parser (``http://KEY:SE/CRET@host``: a "port" of ``SE``). The
     message never repeats the value."""
     if "@" in value:
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Invalid property '{key}': the endpoint URL carries credentials ('@'); give them as "
             "storage.aws_access_key_id and storage.aws_secret_access_key instead"
         )
@@ -81,7 +81,7 @@ def _check_endpoint(key: str, value: str) -> None:
     except ValueError:
         valid = False
     if not valid:
-        raise InvalidInputError(f"Invalid property '{key}': not a URL with a host and a numeric port")
+        raise ln.InvalidInputError(f"Invalid property '{key}': not a URL with a host and a numeric port")
 
 
 def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
@@ -92,13 +92,13 @@ def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
         return None
     unknown = sorted(set(given) - credentials.PROPERTIES)
     if unknown:  # an Azure or GCP vendor, or API-key levels: vending something else than asked is worse
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Unsupported property {', '.join(prefix + name for name in unknown)}: this engine vends AWS STS "
             "credentials (over REST the level comes from the caller's grant)"
         )
     role_arn = given.get("aws_role_arn")
     if not isinstance(role_arn, str) or not role_arn.strip():
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Invalid properties: {prefix}enabled=true needs {prefix}aws_role_arn (the role whose temporary "
             "credentials are vended; the namespace's own keys are never handed out)"
         )
@@ -110,11 +110,11 @@ def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
     except (TypeError, ValueError):
         fraction = -1.0
     if not 0 < fraction < 1:
-        raise InvalidInputError(f"Invalid property '{prefix}refresh_fraction': expected a number between 0 and 1")
+        raise ln.InvalidInputError(f"Invalid property '{prefix}refresh_fraction': expected a number between 0 and 1")
     sts_endpoint = given.get("aws_sts_endpoint")
     if sts_endpoint not in (None, ""):
         if not isinstance(sts_endpoint, str):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Invalid property '{prefix}aws_sts_endpoint': expected a string, got {type(sts_endpoint).__name__}"
             )
         _check_endpoint(prefix + "aws_sts_endpoint", sts_endpoint)
@@ -187,13 +187,15 @@ class NamespaceConfig:
         storage = {}
         for key, value in properties.items():
             if not isinstance(key, str):
-                raise InvalidInputError(f"Invalid property name {key!r}: expected a string")
+                raise ln.InvalidInputError(f"Invalid property name {key!r}: expected a string")
             if key.startswith(STORAGE_PREFIX):
                 option = key[len(STORAGE_PREFIX) :]
                 if not option:
-                    raise InvalidInputError(f"Invalid property '{key}': empty storage option name")
+                    raise ln.InvalidInputError(f"Invalid property '{key}': empty storage option name")
                 if not isinstance(value, (str, bool)):  # never echo the value: it may be a secret
-                    raise InvalidInputError(f"Invalid property '{key}': expected a string, got {type(value).__name__}")
+                    raise ln.InvalidInputError(
+                        f"Invalid property '{key}': expected a string, got {type(value).__name__}"
+                    )
                 storage[option] = str(value).lower() if isinstance(value, bool) else value
                 if option.lower() in ENDPOINT_OPTIONS:
                     _check_endpoint(key, storage[option])
@@ -226,11 +228,11 @@ class NamespaceConfig:
             storage_options=storage,
         )
         if not (config.manifest_enabled or config.dir_listing_enabled):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 "Invalid properties: at least one of 'manifest_enabled' and 'dir_listing_enabled' must be true"
             )
         if config.table_version_management and not config.manifest_enabled:
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 "Invalid property 'table_version_management': table version management needs 'manifest_enabled=true'"
             )
         return config

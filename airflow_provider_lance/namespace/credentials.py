@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import botocore.config
 import botocore.exceptions
-from lance_namespace import InvalidInputError, PermissionDeniedError, ServiceUnavailableError
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace.s3 import install_log_redaction, s3fs_arguments
 from airflow_provider_lance.namespace.tuning import CREDENTIALS_PRUNE_AT as _PRUNE_AT
@@ -80,7 +80,7 @@ def session_policy(bucket: str, prefix: str, level: str) -> dict[str, Any]:
 def parse_level(name: str, value: Any) -> str:
     level = value.strip().lower() if isinstance(value, str) else value
     if level not in LEVELS:
-        raise InvalidInputError(f"Invalid {name}: expected read, write or admin, got {value!r}")
+        raise ln.InvalidInputError(f"Invalid {name}: expected read, write or admin, got {value!r}")
     return level
 
 
@@ -205,16 +205,16 @@ class CredentialVendor:
             code = error.response.get("Error", {}).get("Code", "")
             message = f"Credential vending: AssumeRole of {self.config.role_arn} was refused ({code})"
             if code in ("AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "SignatureDoesNotMatch"):
-                raise PermissionDeniedError(message) from None
-            raise ServiceUnavailableError(message) from None
+                raise ln.PermissionDeniedError(message) from None
+            raise ln.ServiceUnavailableError(message) from None
         except botocore.exceptions.BotoCoreError as error:
-            raise ServiceUnavailableError(
+            raise ln.ServiceUnavailableError(
                 f"Credential vending: STS did not answer AssumeRole of {self.config.role_arn} ({type(error).__name__})"
             ) from None
         expires = int(credentials["Expiration"].timestamp() * 1000)
         lifetime = expires - int(self.clock() * 1000)
         if lifetime <= 0:  # never hand out an expired credential (this machine's clock is ahead of STS's)
-            raise ServiceUnavailableError(
+            raise ln.ServiceUnavailableError(
                 f"Credential vending: AssumeRole of {self.config.role_arn} answered credentials that have already "
                 "expired by this machine's clock"
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lance_namespace import InternalError, UnsupportedOperationError
+import lance_namespace as ln
 
 READER_FLAGS_KEY = "lance.namespace.manifest.reader_feature_flags"
 WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
@@ -26,14 +26,14 @@ def flags(metadata: Mapping[str, str], key: str) -> int:
     try:
         return int(metadata.get(key, "0") or "0")
     except ValueError:
-        raise InternalError(f"Corrupt catalog: __manifest metadata {key}={metadata.get(key)!r}") from None
+        raise ln.InternalError(f"Corrupt catalog: __manifest metadata {key}={metadata.get(key)!r}") from None
 
 
 def check_readable(metadata: Mapping[str, str]) -> None:
     """Refuse a catalog that needs reader features this engine does not know."""
     unknown = flags(metadata, READER_FLAGS_KEY) & ~KNOWN_READER_FLAGS
     if unknown:
-        raise UnsupportedOperationError(
+        raise ln.UnsupportedOperationError(
             f"The __manifest table needs reader features {unknown} that this engine does not understand"
         )
 
@@ -42,7 +42,7 @@ def check_writable(metadata: Mapping[str, str]) -> None:
     """Refuse to modify a catalog written with writer features this engine does not know."""
     unknown = flags(metadata, WRITER_FLAGS_KEY) & ~KNOWN_WRITER_FLAGS
     if unknown:
-        raise UnsupportedOperationError(
+        raise ln.UnsupportedOperationError(
             f"The __manifest table was written with writer feature flags {unknown} that this engine "
             "does not understand; upgrade to modify this catalog"
         )

@@ -9,7 +9,7 @@ import secrets
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 
-from lance_namespace import InvalidInputError
+import lance_namespace as ln
 
 DELIMITER = "$"
 TABLE_SUFFIX = ".lance"
@@ -38,22 +38,22 @@ def validate_identifier(parts: object, kind: str, allow_root: bool = False) -> l
     if parts is None:
         parts = []
     if isinstance(parts, str) or not isinstance(parts, (list, tuple)):
-        raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: expected a list of strings")
+        raise ln.InvalidInputError(f"Invalid {kind} identifier {parts!r}: expected a list of strings")
     if not parts and not allow_root:
-        raise InvalidInputError(f"Invalid {kind} identifier: it must not be empty")
+        raise ln.InvalidInputError(f"Invalid {kind} identifier: it must not be empty")
     for part in parts:
         if not isinstance(part, str):
-            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not a string")
+            raise ln.InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not a string")
         if part in _FORBIDDEN_PARTS:
-            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not allowed")
+            raise ln.InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not allowed")
         if any(ch in part for ch in _FORBIDDEN_CHARACTERS):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Invalid {kind} identifier {parts!r}: part {part!r} contains one of '$', '/', '\\'"
             )
         if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in part):
-            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} has control characters")
+            raise ln.InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} has control characters")
         if len(part.encode()) > MAX_PART_BYTES:
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Invalid {kind} identifier: part '{part[:32]}...' is longer than {MAX_PART_BYTES} bytes"
             )
     return list(parts)
@@ -87,7 +87,7 @@ def table_location(table_parts: Sequence[str], dir_listing_enabled: bool) -> str
         return v1_location(table_parts[0])
     name = f"{secrets.token_hex(4)}_{object_id(table_parts)}"
     if len(name.encode()) > MAX_DIRECTORY_NAME_BYTES:
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Invalid table identifier: '{object_id(table_parts)[:48]}...' is too long for a table directory"
         )
     return name
@@ -96,20 +96,24 @@ def table_location(table_parts: Sequence[str], dir_listing_enabled: bool) -> str
 def validate_relative_location(location: object) -> str:
     """A location given by a caller (RegisterTable): relative to the root, no scheme, no escape."""
     if not isinstance(location, str) or not location.strip("/"):
-        raise InvalidInputError(f"Invalid location {location!r}: expected a path relative to the root")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: expected a path relative to the root")
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in location):
-        raise InvalidInputError(f"Invalid location {location!r}: control characters are not allowed")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: control characters are not allowed")
     if "://" in location:
-        raise InvalidInputError(f"Invalid location {location!r}: Absolute URIs are not allowed (relative to the root)")
+        raise ln.InvalidInputError(
+            f"Invalid location {location!r}: Absolute URIs are not allowed (relative to the root)"
+        )
     if location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
-        raise InvalidInputError(f"Invalid location {location!r}: Absolute paths are not allowed (relative to the root)")
+        raise ln.InvalidInputError(
+            f"Invalid location {location!r}: Absolute paths are not allowed (relative to the root)"
+        )
     parts = location.rstrip("/").split("/")
     if any(part == ".." for part in parts):
-        raise InvalidInputError(f"Invalid location {location!r}: Path traversal is not allowed")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: Path traversal is not allowed")
     if any(part in _FORBIDDEN_PARTS or "\\" in part for part in parts):
-        raise InvalidInputError(f"Invalid location {location!r}: empty or '.' segments are not allowed")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: empty or '.' segments are not allowed")
     if parts[0] == MANIFEST_DIR:
-        raise InvalidInputError(f"Invalid location {location!r}: '{MANIFEST_DIR}' is reserved")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: '{MANIFEST_DIR}' is reserved")
     return "/".join(parts)
 
 
@@ -136,7 +140,7 @@ def paginate_sorted(names: Iterator[str], limit: int | None) -> tuple[list[str],
     """A page of distinct names already in byte order and after the page token: cut at ``limit`` (reading one
     name past it); a next token only when more remain."""
     if limit is not None and limit < 0:
-        raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
+        raise ln.InvalidInputError(f"Invalid limit {limit}: it must not be negative")
     ordered = list(names if limit is None else itertools.islice(names, limit + 1))
     if limit is None or len(ordered) <= limit:
         return ordered, None
@@ -147,7 +151,7 @@ def paginate_sorted(names: Iterator[str], limit: int | None) -> tuple[list[str],
 def check_version(value: object, name: str = "version", minimum: int = 1) -> int:
     """A version number from a request: an integer in ``[minimum, MAX_VERSION]``, else InvalidInput."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_VERSION:
-        raise InvalidInputError(f"Invalid {name} {value!r}: expected an integer from {minimum} to {MAX_VERSION}")
+        raise ln.InvalidInputError(f"Invalid {name} {value!r}: expected an integer from {minimum} to {MAX_VERSION}")
     return value
 
 

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import lance
+import lance_namespace as ln
 from lance.commit import CommitConflictError
-from lance_namespace import ConcurrentModificationError
 
 from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
@@ -285,7 +285,7 @@ class ManifestTable:
                 if not _is_commit_conflict(error):
                     raise
                 if attempt == retries:
-                    raise ConcurrentModificationError(
+                    raise ln.ConcurrentModificationError(
                         f"__manifest commit still conflicting after {retries} retries: {error}"
                     ) from error
                 if attempt:

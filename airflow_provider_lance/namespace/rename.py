@@ -4,12 +4,7 @@
 
 from __future__ import annotations
 
-from lance_namespace import (
-    RenameTableRequest,
-    RenameTableResponse,
-    TableAlreadyExistsError,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import versions
@@ -18,7 +13,7 @@ from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION, ManifestRow, RowSelection
 
 
-def rename_table(catalog: Catalog, request: RenameTableRequest) -> RenameTableResponse:
+def rename_table(catalog: Catalog, request: ln.RenameTableRequest) -> ln.RenameTableResponse:
     """RenameTable: ``id`` becomes ``new_namespace_id`` (default: the same) + ``new_table_name``; Unsupported
     for tables without a manifest row (register them first). A root ``<old name>.lance`` table also gets a
     ``.lance-deregistered`` marker, so that the directory listing does not bring the old name back."""
@@ -30,14 +25,14 @@ def rename_table(catalog: Catalog, request: RenameTableRequest) -> RenameTableRe
     new_parts = ids.validate_identifier([*target, request.new_table_name], "table")
     table = catalog.find_table(parts)
     if table.row is None:
-        raise UnsupportedOperationError(
+        raise ln.UnsupportedOperationError(
             f"Table '{table.object_id}' is known only by directory listing: register it before renaming it"
         )
     new_oid = ids.object_id(new_parts)
     rows = catalog.rows(ids.object_id(target), new_oid)
     catalog.check_namespace(target, rows)
     if new_oid in rows or new_parts == parts or catalog.v1_table(new_parts) is not None:
-        raise TableAlreadyExistsError(f"Table already exists: '{new_oid}'")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{new_oid}'")
     renamed = [ManifestRow(new_oid, TABLE, table.location, table.row.metadata)]
     renamed += [
         ManifestRow(ids.version_object_id(new_parts, version), TABLE_VERSION, None, row.metadata)
@@ -46,7 +41,7 @@ def rename_table(catalog: Catalog, request: RenameTableRequest) -> RenameTableRe
     try:
         catalog.manifest.insert(renamed, replacing=RowSelection.table_and_versions(table.object_id).sql())
     except DuplicateObjectError:
-        raise TableAlreadyExistsError(f"Table already exists: '{new_oid}'") from None
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{new_oid}'") from None
     if catalog.is_v1_location(table):
         catalog.storage.put_if_not_exists(f"{table.location}/{DEREGISTERED_MARKER}", MARKER_CONTENT)
-    return RenameTableResponse()
+    return ln.RenameTableResponse()

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
 import pyarrow.compute as pc
-from lance_namespace import InternalError
 
 from airflow_provider_lance.namespace.identifiers import (
     MANIFEST_DIR,
@@ -210,7 +210,7 @@ class Snapshot:
         """Check mode: ``index`` holds exactly the rows a fresh read of this version holds."""
         difference = row_difference(index.table, self.dataset.to_table(columns=COLUMNS))
         if difference:
-            raise InternalError(
+            raise ln.InternalError(
                 f"__manifest version {self.version}: the rows {step} differ from a fresh read of that version "
                 f"(manifest_check_rows): {difference}"
             )

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import fsspec
+import lance_namespace as ln
 from fsspec.asyn import sync
-from lance_namespace import InvalidInputError, UnsupportedOperationError
 
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
 from airflow_provider_lance.namespace.s3 import (
@@ -53,15 +53,15 @@ def normalize_root(root: Any) -> str:
     if root is None or root == "":
         return "file://" + uri_path(os.getcwd())
     if not isinstance(root, str):
-        raise InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
+        raise ln.InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
     if any(ch in root for ch in "\x00\n\r"):
-        raise InvalidInputError("Invalid property 'root': control characters are not allowed")
+        raise ln.InvalidInputError("Invalid property 'root': control characters are not allowed")
     if "://" in root:
         scheme, _, rest = root.partition("://")
         if not scheme.isidentifier() or not rest.strip("/"):
             if scheme == "memory":
                 return "memory://"
-            raise InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
+            raise ln.InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
         literal = literal_path(rest)
         if scheme == "file":
             return "file://" + uri_path(os.path.normpath("/" + literal.lstrip("/")))
@@ -100,7 +100,7 @@ class Storage:
         else:
             # Only stores with a known atomic create are accepted: committing on anything else could
             # silently lose a concurrent commit.
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Invalid property 'root': unsupported storage scheme '{self.scheme}' (supported: file, memory, "
                 "s3, s3a; the engine needs an atomic put-if-not-exists, see docs/reliability.md)"
             )
@@ -118,7 +118,7 @@ class Storage:
         mode = next((lowered[name] for name in _CONDITIONAL_PUT if name in lowered), None)
         self.conditional_put = mode.strip().lower() if mode is not None else None
         if self.conditional_put not in (None, "etag", "disabled"):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 "Invalid property 'storage.conditional_put': this engine supports 'etag' and 'disabled', "
                 "not lock-based commits"
             )
@@ -387,7 +387,7 @@ class Storage:
         """Fail loudly unless this S3 endpoint refuses a second create of the same key (once per process and
         endpoint/bucket; ``storage.conditional_put=etag`` skips the check, ``disabled`` refuses commits)."""
         if self.conditional_put == "disabled":
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 "The store has no atomic put-if-not-exists (storage.conditional_put=disabled): "
                 "this engine refuses to commit rather than risk losing a concurrent commit"
             )
@@ -401,7 +401,7 @@ class Storage:
                 honoured = self._probe_conditional_put()
                 _PROBED[cache_key] = honoured
         if not honoured:
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 f"The S3 endpoint for '{self.root}' ignores 'If-None-Match: *' (a second conditional create of "
                 "the same object succeeded): commits would not be atomic, so the engine refuses to write. "
                 "Use a store with conditional writes, or set storage.conditional_put=disabled to make this explicit"

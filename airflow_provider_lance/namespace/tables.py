@@ -11,32 +11,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import lance_namespace as ln
 import pyarrow as pa
-from lance_namespace import (
-    CreateEmptyTableRequest,
-    CreateEmptyTableResponse,
-    DeclareTableRequest,
-    DeclareTableResponse,
-    DeregisterTableRequest,
-    DeregisterTableResponse,
-    DescribeTableRequest,
-    DescribeTableResponse,
-    DropTableRequest,
-    DropTableResponse,
-    InternalError,
-    InvalidInputError,
-    ListTablesRequest,
-    ListTablesResponse,
-    NamespaceNotFoundError,
-    RegisterTableRequest,
-    RegisterTableResponse,
-    TableAlreadyExistsError,
-    TableExistsRequest,
-    TableExistsResponse,
-    TableNotFoundError,
-    TableVersionNotFoundError,
-    UnsupportedOperationError,
-)
 from lance_namespace_urllib3_client.models import TableBasicStats
 
 from airflow_provider_lance.namespace import identifiers as ids
@@ -55,7 +31,7 @@ from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow
 from airflow_provider_lance.namespace.operation import namespace_errors
 
 
-def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTableResponse:
+def declare_table(catalog: Catalog, request: ln.DeclareTableRequest) -> ln.DeclareTableResponse:
     """DeclareTable: check the parent, pick the location, write ``.lance-reserved`` (put-if-not-exists), then
     (V2) insert the table row. A failure removes the marker this call wrote."""
     outcome = declare_tables(catalog, [request])[0]
@@ -64,10 +40,12 @@ def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTabl
     return outcome
 
 
-def declare_tables(catalog: Catalog, requests: list[DeclareTableRequest]) -> list[DeclareTableResponse | BaseException]:
+def declare_tables(
+    catalog: Catalog, requests: list[ln.DeclareTableRequest]
+) -> list[ln.DeclareTableResponse | BaseException]:
     """DeclareTable for each request, their rows inserted in one group commit; each request's own response
     or error, as if each had been a call of its own (two requests of one table: the second fails)."""
-    outcomes: list[DeclareTableResponse | BaseException] = []
+    outcomes: list[ln.DeclareTableResponse | BaseException] = []
     reserved: list[tuple[int, list[str], str]] = []  # (request, identifier, location) with a marker written
     for at, request in enumerate(requests):
         try:
@@ -94,49 +72,49 @@ def declare_tables(catalog: Catalog, requests: list[DeclareTableRequest]) -> lis
             continue
         catalog.storage.delete_tree(location)
         if isinstance(error, DuplicateObjectError):
-            error = TableAlreadyExistsError(f"Table already exists: '{ids.object_id(parts)}'")
+            error = ln.TableAlreadyExistsError(f"Table already exists: '{ids.object_id(parts)}'")
         outcomes[at] = error
     return outcomes
 
 
-def reserve_table(catalog: Catalog, request: DeclareTableRequest) -> tuple[list[str], str]:
+def reserve_table(catalog: Catalog, request: ln.DeclareTableRequest) -> tuple[list[str], str]:
     """The checks of a declare, then its ``.lance-reserved`` marker: the identifier and the location (for
     DeclareTable and BatchCommitTables alike). An existing table, a location that is not empty and a marker
     written first by a concurrent declare are all TableAlreadyExists, as the reference answers."""
     parts = ids.validate_identifier(request.id, "table")
     oid = ids.object_id(parts)
     if not catalog.config.manifest_enabled and len(parts) > 1:
-        raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
+        raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
     rows = catalog.rows(ids.object_id(parts[:-1]), oid)
     catalog.check_namespace(parts[:-1], rows)
     if oid in rows or catalog.v1_table(parts) is not None:
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}'")
     location = ids.table_location(parts, catalog.config.dir_listing_enabled)
     if request.location is not None:
         try:
             requested = _location_from_request(catalog, request.location)
-        except InvalidInputError as error:  # say where the table goes, as the reference does, and why
-            raise InvalidInputError(
+        except ln.InvalidInputError as error:  # say where the table goes, as the reference does, and why
+            raise ln.InvalidInputError(
                 f"Cannot declare table {oid} at location {request.location}, must be at location "
                 f"{catalog.storage.uri(location)} ({error})"
             ) from None
         if not catalog.config.manifest_enabled and requested != location:
             # without a row only the listing finds a table: anywhere else it would be declared and never found
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Cannot declare table {oid} at location {request.location}, must be at location "
                 f"{catalog.storage.uri(location)}"
             )
         location = requested
     if catalog.storage.list_dir(location):  # one listing: a missing directory lists as empty
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
     if not catalog.storage.put_if_not_exists(f"{location}/{RESERVED_MARKER}", MARKER_CONTENT):
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}' (declared concurrently)")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}' (declared concurrently)")
     return parts, location
 
 
-def declared_response(catalog: Catalog, request: DeclareTableRequest, location: str) -> DeclareTableResponse:
+def declared_response(catalog: Catalog, request: ln.DeclareTableRequest, location: str) -> ln.DeclareTableResponse:
     """What a declare answers (DeclareTable and BatchCommitTables alike)."""
-    return DeclareTableResponse(
+    return ln.DeclareTableResponse(
         location=catalog.storage.uri(location),
         storage_options=catalog.response_storage_options(location, request),
         properties=dict(request.properties) if request.properties else None,
@@ -144,29 +122,29 @@ def declared_response(catalog: Catalog, request: DeclareTableRequest, location: 
     )
 
 
-def create_empty_table(catalog: Catalog, request: CreateEmptyTableRequest) -> CreateEmptyTableResponse:
+def create_empty_table(catalog: Catalog, request: ln.CreateEmptyTableRequest) -> ln.CreateEmptyTableResponse:
     """CreateEmptyTable (DeclareTable's predecessor), modes ``create`` and ``exist_ok``. ``overwrite`` (would
     delete data) and per-table ``storage_options`` (one storage configuration per namespace) are refused."""
     mode = (request.mode or "create").lower()
     if mode not in ("create", "exist_ok", "existok"):
-        raise InvalidInputError(f"Invalid mode '{request.mode}' for CreateEmptyTable: expected create or exist_ok")
+        raise ln.InvalidInputError(f"Invalid mode '{request.mode}' for CreateEmptyTable: expected create or exist_ok")
     if request.storage_options:
-        raise UnsupportedOperationError("CreateEmptyTable with per-table storage_options is not supported")
+        raise ln.UnsupportedOperationError("CreateEmptyTable with per-table storage_options is not supported")
     try:
         declared = declare_table(
-            catalog, DeclareTableRequest(id=request.id, properties=request.properties, context=request.context)
+            catalog, ln.DeclareTableRequest(id=request.id, properties=request.properties, context=request.context)
         )
-    except TableAlreadyExistsError:
+    except ln.TableAlreadyExistsError:
         if mode == "create":
             raise
-        existing = describe_table(catalog, DescribeTableRequest(id=request.id, context=request.context))
-        return CreateEmptyTableResponse(
+        existing = describe_table(catalog, ln.DescribeTableRequest(id=request.id, context=request.context))
+        return ln.CreateEmptyTableResponse(
             location=existing.location,
             version=existing.version,
             storage_options=existing.storage_options,
             properties=existing.properties,
         )
-    return CreateEmptyTableResponse(
+    return ln.CreateEmptyTableResponse(
         location=declared.location, storage_options=declared.storage_options, properties=declared.properties
     )
 
@@ -176,12 +154,12 @@ def _location_from_request(catalog: Catalog, location: str) -> str:
     return ids.validate_relative_location(key if key is not None else location)
 
 
-def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesResponse:
+def list_tables(catalog: Catalog, request: ln.ListTablesRequest) -> ln.ListTablesResponse:
     """ListTables: manifest rows one level below the namespace, merged (root, compatibility mode) with the
     ``*.lance`` directories of the root; manifest entries win on duplicates."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
     if parts and not catalog.config.manifest_enabled:
-        raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
+        raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
     merged = catalog.config.dir_listing_enabled and not parts  # the root in compatibility mode
     names: Iterator[str] = iter(())
     if catalog.config.manifest_enabled:
@@ -198,7 +176,7 @@ def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesRespo
         page, token = ids.paginate(names, request.page_token, request.limit)
     else:
         page, token = ids.paginate_sorted(names, request.limit)
-    return ListTablesResponse(tables=page, page_token=token)
+    return ln.ListTablesResponse(tables=page, page_token=token)
 
 
 def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
@@ -220,7 +198,7 @@ def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
 _SCHEMAS: dict[tuple[str, int, str | None], pa.Schema] = {}
 
 
-def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeTableResponse:
+def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.DescribeTableResponse:
     """DescribeTable: name, location and properties; unless ``load_detailed_metadata=false`` also the version
     and schema from pylance (stats when it is true). ``branch`` describes that branch's line, ``tag`` the
     version (and branch) it names. ``load_detailed_metadata=false`` opens nothing: the version only when known
@@ -231,14 +209,14 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
     branch = request.branch
     if request.tag is not None:
         if request.version is not None or request.branch is not None:
-            raise InvalidInputError("DescribeTable takes a tag, or a version and a branch: not both")
+            raise ln.InvalidInputError("DescribeTable takes a tag, or a version and a branch: not both")
         version, branch = tag_target(open_dataset(catalog, table), table, request.tag)
     line, managed = versions.branch_line(catalog, table, branch)  # the table itself, or its branch
     if version is None and managed:  # the latest number from the rows and one names-only listing
         version = versions.known_versions(catalog, line, managed).latest
     else:
         versions.finish_pending(catalog, line)
-    response = DescribeTableResponse(
+    response = ln.DescribeTableResponse(
         table=parts[-1],
         namespace=parts[:-1],
         location=catalog.storage.uri(table.location),
@@ -268,7 +246,7 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
     dataset = None if declared_only else open_dataset(catalog, line, version)
     if dataset is None:
         if named:
-            raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
+            raise ln.TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
         if request.check_declared:
             response.is_only_declared = True
         return response
@@ -286,20 +264,20 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
     return response
 
 
-def table_exists(catalog: Catalog, request: TableExistsRequest) -> TableExistsResponse:
+def table_exists(catalog: Catalog, request: ln.TableExistsRequest) -> ln.TableExistsResponse:
     """TableExists: answers if the table (and the requested version) exists, raises otherwise."""
     parts = ids.validate_identifier(request.id, "table")
     listed = request.version is None and catalog.config.dir_listing_enabled and len(parts) == 1
     if listed and catalog.v1_table(parts) is not None:
-        return TableExistsResponse()  # a root table found by its directory listing exists anyway
+        return ln.TableExistsResponse()  # a root table found by its directory listing exists anyway
     table = catalog.find_table(parts, listed=listed)  # no second listing of a root table just listed
     versions.finish_pending(catalog, table)
     if request.version is not None:
         versions.describe(catalog, table, request.version, catalog.managed())
-    return TableExistsResponse()
+    return ln.TableExistsResponse()
 
 
-def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterTableResponse:
+def register_table(catalog: Catalog, request: ln.RegisterTableRequest) -> ln.RegisterTableResponse:
     """RegisterTable: record an existing table directory (relative to the root) under an identifier.
     V1 only: re-register ``<name>.lance`` by removing its ``.lance-deregistered`` marker."""
     parts = ids.validate_identifier(request.id, "table")
@@ -308,30 +286,30 @@ def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterT
     storage = catalog.storage
     if not catalog.config.manifest_enabled:
         if len(parts) > 1:
-            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
+            raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
         if location != ids.v1_location(parts[0]):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Cannot register table {oid} at location {request.location}, must be at location "
                 f"{storage.uri(ids.v1_location(parts[0]))} (directory-listing mode)"
             )
         if catalog.v1_table(parts) is not None:
-            raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+            raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}'")
         if not storage.exists(f"{location}/{DEREGISTERED_MARKER}"):
-            raise TableNotFoundError(f"No deregistered table at '{location}'")
+            raise ln.TableNotFoundError(f"No deregistered table at '{location}'")
         storage.delete(f"{location}/{DEREGISTERED_MARKER}")
-        return RegisterTableResponse(location=request.location, properties=request.properties)
+        return ln.RegisterTableResponse(location=request.location, properties=request.properties)
     rows = catalog.rows(ids.object_id(parts[:-1]), oid)
     catalog.check_namespace(parts[:-1], rows)
     if oid in rows or catalog.v1_table(parts) is not None:
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}'")
     _check_location_is_free(catalog, location)
     try:
         catalog.insert_child(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None), parts[:-1])
     except DuplicateObjectError:
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
     if catalog.is_v1_location(Table(parts, location)):
         storage.delete(f"{location}/{DEREGISTERED_MARKER}")
-    return RegisterTableResponse(location=request.location, properties=request.properties)
+    return ln.RegisterTableResponse(location=request.location, properties=request.properties)
 
 
 def _check_location_is_free(catalog: Catalog, location: str) -> None:
@@ -339,13 +317,13 @@ def _check_location_is_free(catalog: Catalog, location: str) -> None:
     (a table directory is one with ``_versions/``, or a registered location)."""
     overlap = catalog.manifest.index().location_overlap(location)
     if overlap is not None:
-        raise InvalidInputError(f"Invalid location '{location}': it overlaps table '{overlap[1]}' at '{overlap[0]}'")
+        raise ln.InvalidInputError(f"Invalid location '{location}': it overlaps table '{overlap[1]}' at '{overlap[0]}'")
     for ancestor in ["/".join(location.split("/")[:depth]) for depth in range(1, location.count("/") + 1)]:
         if catalog.storage.list_names(ids.versions_dir(ancestor)):
-            raise InvalidInputError(f"Invalid location '{location}': it lies inside the table at '{ancestor}'")
+            raise ln.InvalidInputError(f"Invalid location '{location}': it lies inside the table at '{ancestor}'")
 
 
-def deregister_table(catalog: Catalog, request: DeregisterTableRequest) -> DeregisterTableResponse:
+def deregister_table(catalog: Catalog, request: ln.DeregisterTableRequest) -> ln.DeregisterTableResponse:
     """DeregisterTable: V2 deletes the row and keeps the files; V1 writes ``.lance-deregistered`` (also, after
     the row, for a root ``<name>.lance`` table in compatibility mode: the listing must not bring it back)."""
     parts = ids.validate_identifier(request.id, "table")
@@ -356,11 +334,13 @@ def deregister_table(catalog: Catalog, request: DeregisterTableRequest) -> Dereg
         if catalog.is_v1_location(table):
             catalog.storage.put_if_not_exists(marker, MARKER_CONTENT)
     elif not catalog.storage.put_if_not_exists(marker, MARKER_CONTENT):
-        raise TableNotFoundError(f"Table not found: '{table.object_id}' (deregistered concurrently)")
-    return DeregisterTableResponse(id=parts, location=catalog.storage.uri(table.location), properties=table.properties)
+        raise ln.TableNotFoundError(f"Table not found: '{table.object_id}' (deregistered concurrently)")
+    return ln.DeregisterTableResponse(
+        id=parts, location=catalog.storage.uri(table.location), properties=table.properties
+    )
 
 
-def drop_table(catalog: Catalog, request: DropTableRequest) -> DropTableResponse:
+def drop_table(catalog: Catalog, request: ln.DropTableRequest) -> ln.DropTableResponse:
     """DropTable: V2 deletes the row (the commit point) then the directory; V1 deletes the directory and fails
     if anything is left."""
     parts = ids.validate_identifier(request.id, "table")
@@ -374,16 +354,16 @@ def drop_table(catalog: Catalog, request: DropTableRequest) -> DropTableResponse
     else:
         storage.delete_tree(table.location)
         if storage.list_dir(table.location):
-            raise InternalError(f"Drop of '{table.object_id}' left files behind; retry the drop")
+            raise ln.InternalError(f"Drop of '{table.object_id}' left files behind; retry the drop")
         # A table found by directory listing has no table row but may have table_version rows (managed commits
         # through this engine): left behind, they would block commits to a re-created table.
         if catalog.config.manifest_enabled and versions.version_rows(catalog, [table])[0]:
             catalog.manifest.delete_table_versions(table.object_id)
-    return DropTableResponse(id=parts, location=storage.uri(table.location), properties=table.properties)
+    return ln.DropTableResponse(id=parts, location=storage.uri(table.location), properties=table.properties)
 
 
 def _delete_table_rows(catalog: Catalog, table: Table) -> None:
     """Delete a table row and its ``table_version`` rows in one commit; TableNotFound if a concurrent call
     won."""
     if catalog.manifest.delete_table(table.object_id) == 0:
-        raise TableNotFoundError(f"Table not found: '{table.object_id}' (removed concurrently)")
+        raise ln.TableNotFoundError(f"Table not found: '{table.object_id}' (removed concurrently)")

@@ -9,18 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
-from lance_namespace import (
-    InvalidInputError,
-    LanceNamespaceError,
-    TableBranchAlreadyExistsError,
-    TableBranchNotFoundError,
-    TableNotFoundError,
-    TableTagAlreadyExistsError,
-    TableTagNotFoundError,
-    TableVersionNotFoundError,
-    UnsupportedOperationError,
-)
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import versions
@@ -69,8 +59,8 @@ def open_dataset(catalog: Catalog, table: Table, version: int | None = None) -> 
         raise
 
 
-def tag_not_found(table: Table, tag: str) -> TableTagNotFoundError:
-    return TableTagNotFoundError(f"Table tag not found: '{tag}' of '{table.object_id}'")
+def tag_not_found(table: Table, tag: str) -> ln.TableTagNotFoundError:
+    return ln.TableTagNotFoundError(f"Table tag not found: '{tag}' of '{table.object_id}'")
 
 
 def tag_target(dataset: lance.LanceDataset | None, table: Table, tag: str) -> tuple[int, str | None]:
@@ -85,11 +75,11 @@ def tag_target(dataset: lance.LanceDataset | None, table: Table, tag: str) -> tu
 def read_ipc(request_data: bytes | None, operation_name: str) -> pa.Table:
     """The rows of an Arrow IPC stream body; InvalidInput when it is missing or malformed."""
     if not request_data:
-        raise InvalidInputError(f"Request data (Arrow IPC stream) is required for {operation_name}")
+        raise ln.InvalidInputError(f"Request data (Arrow IPC stream) is required for {operation_name}")
     try:
         return pa.ipc.open_stream(pa.BufferReader(request_data)).read_all()
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
-        raise InvalidInputError(f"Invalid Arrow IPC stream for {operation_name}: {error}") from None
+        raise ln.InvalidInputError(f"Invalid Arrow IPC stream for {operation_name}: {error}") from None
 
 
 def table_dataset(catalog: Catalog, table: Table, version: int | None = None) -> lance.LanceDataset:
@@ -102,8 +92,8 @@ def table_dataset(catalog: Catalog, table: Table, version: int | None = None) ->
     if dataset is not None:
         return dataset
     if version is not None and versions.has_manifests(catalog, table):
-        raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
-    raise TableNotFoundError(f"Table '{table.object_id}' has no data (it is only declared)")
+        raise ln.TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
+    raise ln.TableNotFoundError(f"Table '{table.object_id}' has no data (it is only declared)")
 
 
 def read_dataset(
@@ -123,7 +113,7 @@ def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> 
     (``__manifest`` tracks only main-line versions)."""
     if catalog.managed():
         if branch is not None:
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 f"Writes to branch '{branch}' are not supported with table version management"
             )
         table_dataset(catalog, table)  # TableNotFound for a table that is only declared
@@ -135,7 +125,7 @@ def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> 
 def check_branch(dataset: lance.LanceDataset, table: Table, branch: str) -> None:
     """TableBranchNotFound unless the table has this branch."""
     if branch not in dataset.branches.list():
-        raise TableBranchNotFoundError(f"Table branch not found: '{branch}' of '{table.object_id}'")
+        raise ln.TableBranchNotFoundError(f"Table branch not found: '{branch}' of '{table.object_id}'")
 
 
 def transaction_id(dataset: lance.LanceDataset) -> str | None:
@@ -150,18 +140,18 @@ def pylance_errors(what: str, reference: str = "") -> Iterator[None]:
     versions, input pylance rejects; anything else is left to ``operation.namespace_errors``."""
     try:
         yield
-    except LanceNamespaceError:
+    except ln.LanceNamespaceError:
         raise
     except (ValueError, OSError, RuntimeError, TypeError) as error:
         message = str(error)
         if _REF_CONFLICT in message:
-            kind = TableBranchAlreadyExistsError if "branch" in message.lower() else TableTagAlreadyExistsError
+            kind = ln.TableBranchAlreadyExistsError if "branch" in message.lower() else ln.TableTagAlreadyExistsError
             raise kind(f"{what}: '{reference}' already exists") from None
         if _REF_NOT_FOUND in message:
-            kind = TableBranchNotFoundError if "branch" in message.lower() else TableTagNotFoundError
+            kind = ln.TableBranchNotFoundError if "branch" in message.lower() else ln.TableTagNotFoundError
             raise kind(f"{what}: '{reference}' not found") from None
         if any(marker in message for marker in _VERSION_NOT_FOUND):
-            raise TableVersionNotFoundError(f"{what}: {message}") from None
+            raise ln.TableVersionNotFoundError(f"{what}: {message}") from None
         if any(marker in message for marker in _INVALID_INPUT):
-            raise InvalidInputError(f"{what}: {message}") from None
+            raise ln.InvalidInputError(f"{what}: {message}") from None
         raise
