@@ -116,7 +116,14 @@ def _create(
     ]
     if not managed:
         return [_create_unmanaged(catalog, entry) for entry in entries]
-    return _create_managed(catalog, entries, listings)
+    # seed 003 "External Store Commit", steps (2) to (4) for every entry at once
+    rows = version_rows_to_insert(catalog, entries, listings)
+    mark_table_versions(catalog)
+    try:
+        catalog.manifest.insert(rows)  # (2) the commit point
+    except DuplicateObjectError as error:
+        raise version_conflict(error) from None
+    return finish_versions(catalog, entries, rows)
 
 
 def validate_entry(
@@ -168,17 +175,6 @@ def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> ln.TableVersion:
             raise ln.ConcurrentModificationError(f"Version {entry.version} of '{oid}' was committed concurrently")
     storage.delete(entry.staged_key)
     return file_version(catalog, entry.version, entry.final_key, storage.info(entry.final_key))
-
-
-def _create_managed(catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]) -> list[ln.TableVersion]:
-    """Seed 003 "External Store Commit", steps (2) to (4) for every entry at once."""
-    rows = version_rows_to_insert(catalog, entries, listings)
-    mark_table_versions(catalog)
-    try:
-        catalog.manifest.insert(rows)  # (2) the commit point
-    except DuplicateObjectError as error:
-        raise version_conflict(error) from None
-    return finish_versions(catalog, entries, rows)
 
 
 def version_rows_to_insert(

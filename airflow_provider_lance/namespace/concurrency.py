@@ -30,18 +30,10 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL[1]
 
 
-def _on_pool() -> bool:
-    return threading.current_thread().name.startswith(_THREAD_PREFIX)
-
-
-def is_foreign_thread() -> bool:
-    """Whether the caller is a thread Python did not start (pylance calling back from Rust)."""
-    return isinstance(threading.current_thread(), threading._DummyThread)
-
-
 def run_on_python_thread(function: Callable[[], _R]) -> _R:
-    """``function()``, moved to a pool thread when called from a foreign thread."""
-    if not is_foreign_thread():
+    """``function()``, moved to a pool thread when called from a thread Python did not start (pylance calling
+    back from Rust)."""
+    if not isinstance(threading.current_thread(), threading._DummyThread):
         return function()
     return _pool().submit(function).result()
 
@@ -49,7 +41,7 @@ def run_on_python_thread(function: Callable[[], _R]) -> _R:
 def map_concurrently(function: Callable[[_T], _R], items: Sequence[_T], concurrent: bool) -> list[_R]:
     """``[function(item) for item in items]``, on the pool when ``concurrent``. Every call finishes before the
     first failure (in item order) is raised, so no request of an operation outlives it."""
-    if not concurrent or len(items) < 2 or _on_pool():
+    if not concurrent or len(items) < 2 or threading.current_thread().name.startswith(_THREAD_PREFIX):
         return [function(item) for item in items]
     futures = [_pool().submit(function, item) for item in items]
     errors = [future.exception() for future in futures]  # waits for all

@@ -156,11 +156,6 @@ class RowsStore:
             tiers.append(_S3Object(storage, object_max_rows))
         return cls(tiers) if tiers else None
 
-    @property
-    def saves_commits(self) -> bool:
-        """Whether a committer has a tier only it writes (then it stores each of its newest commits' rows)."""
-        return any(tier.committer_only for tier in self.tiers)
-
     def load(self, version: int, e_tag: str, columns: list[str]) -> Found | None:
         """The rows and table metadata of manifest ``version`` whose file has ``e_tag`` from the nearest tier
         that has them with exactly ``columns`` (copied into the nearer tiers a reader writes), or None."""

@@ -293,7 +293,8 @@ class SnapshotStore:
         by the next :meth:`store_rows`."""
         self.publish(snapshot, identify=False)
         held = snapshot.held is not None or snapshot.source is not None
-        if self._store is not None and self._store.saves_commits and held:
+        # only where a committer has a tier of its own (the S3 object)
+        if self._store is not None and any(tier.committer_only for tier in self._store.tiers) and held:
             with self._lock:  # only the newest commit's rows: an older one's would never be read
                 self._unstored = snapshot
         return snapshot

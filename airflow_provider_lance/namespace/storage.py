@@ -363,12 +363,9 @@ class Storage:
         try:
             self.fs.pipe_file(path, data, mode="create", Metadata={_INTENT_METADATA: intent})
         except FileExistsError:
-            return self._intent_of(path) == intent
+            head = self._head(path)
+            return head is not None and (head.get("Metadata") or {}).get(_INTENT_METADATA) == intent
         return True
-
-    def _intent_of(self, path: str) -> str | None:
-        head = self._head(path)
-        return None if head is None else (head.get("Metadata") or {}).get(_INTENT_METADATA)
 
     def copy_if_not_exists(self, source: str, target: str) -> bool:
         """Atomically create ``target`` with the bytes of ``source`` (FileNotFoundError if missing); False if

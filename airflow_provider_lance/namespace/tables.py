@@ -92,7 +92,8 @@ def reserve_table(catalog: Catalog, request: ln.DeclareTableRequest) -> tuple[li
     location = ids.table_location(parts, catalog.config.dir_listing_enabled)
     if request.location is not None:
         try:
-            requested = _location_from_request(catalog, request.location)
+            key = catalog.storage.key_of(request.location) if "://" in request.location else None
+            requested = ids.validate_relative_location(key if key is not None else request.location)
         except ln.InvalidInputError as error:  # say where the table goes, as the reference does, and why
             raise ln.InvalidInputError(
                 f"Cannot declare table {oid} at location {request.location}, must be at location "
@@ -147,11 +148,6 @@ def create_empty_table(catalog: Catalog, request: ln.CreateEmptyTableRequest) ->
     return ln.CreateEmptyTableResponse(
         location=declared.location, storage_options=declared.storage_options, properties=declared.properties
     )
-
-
-def _location_from_request(catalog: Catalog, location: str) -> str:
-    key = catalog.storage.key_of(location) if "://" in location else None
-    return ids.validate_relative_location(key if key is not None else location)
 
 
 def list_tables(catalog: Catalog, request: ln.ListTablesRequest) -> ln.ListTablesResponse:

@@ -184,7 +184,10 @@ class MachineTurn:
             yield waited
         finally:
             if taken:
-                self._give_back()
+                with self._lock:
+                    self._holders -= 1
+                    if self._holders == 0 and self._descriptor is not None:
+                        fcntl.flock(self._descriptor, fcntl.LOCK_UN)
 
     def _take(self) -> tuple[bool, bool]:
         """(taken, waited for another process)."""
@@ -207,12 +210,6 @@ class MachineTurn:
             if time.monotonic() > deadline:
                 return False, True
             time.sleep(random.uniform(*TURN_POLL_SECONDS))
-
-    def _give_back(self) -> None:
-        with self._lock:
-            self._holders -= 1
-            if self._holders == 0 and self._descriptor is not None:
-                fcntl.flock(self._descriptor, fcntl.LOCK_UN)
 
     def _open(self) -> int | None:
         if fcntl is None:

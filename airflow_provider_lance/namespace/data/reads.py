@@ -156,7 +156,10 @@ def describe_transaction(catalog: Catalog, request: ln.DescribeTransactionReques
     wanted = parts[-1]
     candidates = [int(wanted)] if wanted.isdigit() else [v["version"] for v in reversed(dataset.versions())]
     for version in candidates:
-        transaction = _transaction(dataset, version)
+        try:
+            transaction = dataset.read_transaction(version)
+        except (ValueError, OSError):  # no such version
+            continue
         if transaction is not None and (wanted.isdigit() or transaction.uuid == wanted):
             return ln.DescribeTransactionResponse(
                 status="SUCCEEDED",
@@ -182,13 +185,6 @@ def alter_transaction(catalog: Catalog, request: ln.AlterTransactionRequest) -> 
                 f"Committed transactions are immutable: cannot apply {action.model_dump(exclude_none=True)}"
             )
     return ln.AlterTransactionResponse(status=described.status, properties=described.properties)
-
-
-def _transaction(dataset: lance.LanceDataset, version: int) -> Any:
-    try:
-        return dataset.read_transaction(version)
-    except (ValueError, OSError):  # no such version
-        return None
 
 
 def list_all_tables(catalog: Catalog, request: ln.ListTablesRequest) -> ln.ListTablesResponse:
