@@ -259,53 +259,35 @@ class ManifestTable:
         ``maintain``: run maintenance when a threshold is crossed; ``retries``: default ``commit_retries``.
         A thread starts from this instance's last commit when it is newer than its operation's snapshot, and
         from the latest version after another process held the machine turn."""
+        retries = self.commit_retries if retries is None else retries
         with self._writers.hold() as another_process:
             mine, last = getattr(self._scope, "snapshot", None), self._last_published
             if another_process:
                 self._scope.snapshot = None
-            elif _newer(last, mine):
-                self._scope.snapshot = last
-            return self._commit_attempts(write, change, maintain, retries)
-
-    def _commit_attempts(
-        self,
-        write: Callable[[Snapshot, lance.LanceDataset], tuple[lance.LanceDataset, _T]],
-        change: Callable[[RowIndex], RowIndex] | None,
-        maintain: bool,
-        retries: int | None,
-    ) -> _T:
-        retries = self.commit_retries if retries is None else retries
-        for attempt in range(retries + 1):
-            snapshot = self._snapshot() or self._create()
-            feature_flags.check_writable(snapshot.metadata)
-            try:
-                dataset, result = write(snapshot, snapshot.private())
-            except (OSError, ValueError, RuntimeError) as error:
-                self._scope.snapshot = None  # the next read must see the winning writer's rows
-                if not _is_commit_conflict(error):
-                    raise
-                if attempt == retries:
-                    raise ln.ConcurrentModificationError(
-                        f"__manifest commit still conflicting after {retries} retries: {error}"
-                    ) from error
-                if attempt:
-                    # back off, de-synchronised
-                    time.sleep(random.uniform(0, COMMIT_BACKOFF_SECONDS * 2 ** min(attempt, 5)))
-                continue
-            published = Snapshot.of(dataset, check=self._snapshots.check).follows(snapshot, change)
-            self._publish(published)
-            if maintain:
-                maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
-            return result
+            elif mine and last and last.version > mine.version and last.verified_at >= mine.verified_at:
+                self._scope.snapshot = last  # published after mine was read (a re-created catalog starts over)
+            for attempt in range(retries + 1):
+                snapshot = self._snapshot() or self._create()
+                feature_flags.check_writable(snapshot.metadata)
+                try:
+                    dataset, result = write(snapshot, snapshot.private())
+                except (OSError, ValueError, RuntimeError) as error:
+                    self._scope.snapshot = None  # the next read must see the winning writer's rows
+                    if not _is_commit_conflict(error):
+                        raise
+                    if attempt == retries:
+                        raise ln.ConcurrentModificationError(
+                            f"__manifest commit still conflicting after {retries} retries: {error}"
+                        ) from error
+                    if attempt:  # back off, de-synchronised
+                        time.sleep(random.uniform(0, COMMIT_BACKOFF_SECONDS * 2 ** min(attempt, 5)))
+                    continue
+                published = Snapshot.of(dataset, check=self._snapshots.check).follows(snapshot, change)
+                self._publish(published)
+                if maintain:
+                    maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
+                return result
         raise AssertionError("unreachable")
-
-
-def _newer(last: Snapshot | None, mine: Snapshot | None) -> bool:
-    """Whether this instance's last commit is newer than the operation's snapshot: a higher version, published
-    after it was read (a re-created catalog restarts its versions)."""
-    return (
-        mine is not None and last is not None and last.version > mine.version and last.verified_at >= mine.verified_at
-    )
 
 
 def _is_commit_conflict(error: BaseException) -> bool:
