@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from lance_namespace import DeclareTableRequest, InvalidInputError, LanceNamespace
+from lance_namespace import (
+    BatchDeleteTableVersionsRequest,
+    BatchDeleteTableVersionsResponse,
+    DeclareTableRequest,
+    InvalidInputError,
+    LanceNamespace,
+)
 
 from airflow_provider_lance.namespace import batch_commit, commit, namespaces, rename, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
@@ -64,6 +70,18 @@ class DirectoryNamespace(LanceNamespace):
         with namespace_errors("declare_table", self.catalog.storage.root), self.catalog.manifest.operation():
             outcomes = iter(tables.declare_tables(self.catalog, valid))
         return [request if isinstance(request, BaseException) else next(outcomes) for request in parsed]
+
+    def batch_delete_versions_of_tables(self, requests: list[Any]) -> list[BatchDeleteTableVersionsResponse]:
+        """BatchDeleteTableVersions for several tables in one call (models or dicts; one table per request):
+        every request is checked before anything is deleted, then the manifests of every table go, then the
+        rows of every table in one ``__manifest`` commit. Scheduled clean-up of many tables (the hook and
+        ``LanceBatchDeleteTableVersionsOperator`` use it when the namespace offers it)."""
+        parsed = [coerce_request(request, BatchDeleteTableVersionsRequest) for request in requests]
+        with (
+            namespace_errors("batch_delete_table_versions", self.catalog.storage.root),
+            self.catalog.manifest.operation(),
+        ):
+            return versions.batch_delete_versions_of_tables(self.catalog, parsed)
 
     def __repr__(self) -> str:
         return f"DirectoryNamespace(root={self.config.root!r})"
