@@ -12,6 +12,7 @@ from typing import Any
 
 from benchmarks import (
     batch,
+    cleanup,
     data_plane,
     managed,
     operations,
@@ -37,6 +38,7 @@ SECTIONS: list[ModuleType] = [
     operations,
     managed,
     batch,
+    cleanup,
     writes,
     poke,
     s3_writes,
