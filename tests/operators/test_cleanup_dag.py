@@ -3,8 +3,6 @@ table of a namespace and over named tables, on the provider's engine in managed 
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
 from pathlib import Path
 
 import lance
@@ -12,7 +10,7 @@ import lance.namespace
 import lance_namespace as ln
 import pytest
 
-from tests.airflow_helpers import DAGS_FOLDER, migrate_airflow_db
+from tests.airflow_helpers import conn_json, load_dag_file, migrate_airflow_db
 
 pytestmark = pytest.mark.airflow
 
@@ -29,16 +27,8 @@ def test_cleanup_dag(airflow_db, tmp_path, monkeypatch):
 
     root = tmp_path / "warehouse"
     root.mkdir()
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LANCE_DEFAULT",
-        f'{{"conn_type": "lance", "host": "{root}", "extra": {{"table_version_management": "true"}}}}',
-    )
-    DAGS_FOLDER.mkdir(parents=True, exist_ok=True)
-    target = DAGS_FOLDER / DAG_FILE.name
-    shutil.copyfile(DAG_FILE, target)
-    spec = importlib.util.spec_from_file_location("lance_cleanup_dag", target)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    monkeypatch.setenv("AIRFLOW_CONN_LANCE_DEFAULT", conn_json(root, extra={"table_version_management": "true"}))
+    module = load_dag_file(DAG_FILE, "lance_cleanup_dag")
 
     dag_run = module.dag.test()
     states = {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in dag_run.get_task_instances()}
