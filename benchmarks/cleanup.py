@@ -248,11 +248,17 @@ def targets(results: dict[str, Any]) -> list[Target]:
 
 
 WHY_PER_TABLE = (
-    "Per table, the reference only deletes files: in tracking mode it keeps no `table_version` rows. Ours"
-    " follows seed 000 with management on: the manifests, then the rows, in one `__manifest` commit per call —"
-    " 1,000 commits (a Lance delete, a new `__manifest` version, maintenance every few versions).",
+    "Per table, the reference only deletes files: in tracking mode it keeps no `table_version` rows. Ours follows"
+    " seed 000 with management on: the manifests, then the rows, in one `__manifest` commit per call. cProfile of"
+    " the 1,000 calls on local disk (17.7 s): 12.2 s in Lance's delete of the table's rows (a scan of the"
+    " 11,000-row `__manifest` for its 9 ids, a deletion file and a manifest per call), 2.2 s finding the table's"
+    " versions (its index rows, a listing of `_versions/`), ~2 s the commit's bookkeeping and maintenance. On S3"
+    " a call costs 4 LIST, 3 GET, 4 PUT and 1 bulk delete against the reference's 1 LIST, 2 GET, 1 HEAD and 9"
+    " single-key deletes.",
     "Clean up many tables in one call: `LanceBatchDeleteTableVersionsOperator(table_ids=...)` or"
-    " `namespace_id=...` (the hook's `batch_delete_versions_of_tables`) commits every row in one commit.",
+    " `namespace_id=...` (the hook's `batch_delete_versions_of_tables`) deletes every table's rows in one commit"
+    " (the rows above). A cheaper single delete needs the rows' fragment positions from the index (a deletion"
+    " vector without a scan).",
 )
 
 
@@ -293,7 +299,9 @@ def section(results: dict[str, Any]) -> list[str]:
         meta = remote["_meta"]
         lines += [
             f"S3 (moto in its own process, every request counted), {meta['tables']:,} tables x"
-            f" {meta['versions']} versions, one run:",
+            f" {meta['versions']} versions, one run each on a server of its own: moto lists a prefix by walking every"
+            " key of the bucket, which made the build and the per-table clean-ups of 1,000 tables take tens of"
+            " minutes here, so S3 runs at a fifth of the local size:",
             "",
             "| clean-up | seconds | ÷ reference | storage requests | by kind |",
             "|---|---:|---:|---:|---|",
