@@ -135,10 +135,10 @@ def wants_mapping(method: Callable[..., Any]) -> bool:
     """
     Return whether a namespace operation declares that its request is a dict rather than a request model.
 
-    :param method: The bound operation of the namespace client.
+    :param method: The operation of the namespace client, bound or taken from its class.
     """
     try:
-        params = list(inspect.signature(method).parameters.values())
+        params = [p for p in inspect.signature(method).parameters.values() if p.name != "self"]
     except (TypeError, ValueError):  # builtins without a signature
         return False
     if not params:
@@ -153,9 +153,19 @@ def wants_mapping(method: Callable[..., Any]) -> bool:
 
 
 @functools.cache
+def _declared(operation: str) -> dict[str, Any]:
+    """The type hints ``LanceNamespace`` declares for an operation (read once: ``get_type_hints`` is slow)."""
+    return typing.get_type_hints(getattr(LanceNamespace, operation))
+
+
 def request_model(operation: str) -> type[pydantic.BaseModel]:
     """The request model ``LanceNamespace`` declares for an operation."""
-    return typing.get_type_hints(getattr(LanceNamespace, operation))["request"]
+    return _declared(operation)["request"]
+
+
+def response_model(operation: str) -> type[pydantic.BaseModel]:
+    """The response model ``LanceNamespace`` declares for an operation."""
+    return _declared(operation)["return"]
 
 
 def implements(namespace: LanceNamespace, operation: str) -> bool:

@@ -43,6 +43,9 @@ DECLARES = 64 if QUICK else 640  # declares per client count (split across the c
 CHUNKS = {"read": 2 if QUICK else 10, "declare": 2 if QUICK else 5}
 ROUNDS = 2 if QUICK else 3  # of the measurements outside the servers (direct calls, processes)
 OPERATIONS = ("declare", "describe", "exists", "list")
+# A shared catalog's traffic, call by call: a writer's declare among the reads of sensors and listings (one in
+# four calls of each kind); measured where issue 29 asks for it (the managed-mode REST table).
+MIXED = ("describe", "exists", "list", "declare")
 SERVERS = ("ours", "reference")
 CONCURRENT_POKES_GOAL = 8  # "far fewer than 32": at most a quarter
 AUTHORIZATION_GOAL_US = 50  # server CPU per request that authentication and grants may add (issue 30)
@@ -162,6 +165,9 @@ def _calls(operation: str, server: _Server, tag: str) -> Callable[[int], Callabl
 
     def make(worker: int) -> Callable[[int], None]:
         client = _client(server)
+        if operation == "mixed":
+            each = [_calls(kind, server, f"mixed{tag}")(worker) for kind in MIXED]
+            return lambda i: each[i % len(MIXED)](i)
         if operation == "declare":
             return lambda i: client.declare_table(ln.DeclareTableRequest(id=[_NS, f"d{tag}_{worker}_{i}"]))
         if operation == "describe":
@@ -265,14 +271,15 @@ def _authorization_in_process(principals: list[dict[str, Any]], token: str) -> f
 
 
 def servers_workload(
-    servers: dict[str, _Server], clients_counts: tuple[int, ...] = CLIENTS
+    servers: dict[str, _Server], clients_counts: tuple[int, ...] = CLIENTS, operations: tuple[str, ...] = OPERATIONS
 ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
-    """Declares, then reads, from 1, 8 and 32 clients (``clients_counts``) against each server."""
+    """Declares, then reads, from 1, 8 and 32 clients (``clients_counts``) against each server; ``operations``
+    adds ``mixed`` where it is measured."""
     for server in servers.values():
         _populate(server)
     results: dict[str, dict[str, dict[str, dict[str, float]]]] = {name: {} for name in servers}
     for clients in clients_counts:
-        for operation in OPERATIONS:
+        for operation in operations:
             for name, numbers in _measure(servers, clients, operation).items():
                 results[name].setdefault(str(clients), {})[operation] = numbers
     return results

@@ -1,17 +1,12 @@
 """BatchCommitTables (``lance_namespace`` 0.13; the reference answers Unsupported): declare tables, create
-versions, delete versions and deregister tables, across tables, in ONE ``__manifest`` commit: all of them
-happen or none does.
+versions, delete versions and deregister tables, across tables, in ONE ``__manifest`` commit: all or nothing.
 
-The steps mirror the single operations': every operation is checked against one snapshot first (nothing is
-written while any is invalid); declared tables get their ``.lance-reserved`` markers; then one merge-insert
-adds every new row (tables, ``table_version`` rows pointing at staged manifests) and deletes every removed row
-(deregistered tables, deleted versions): the commit point. After it, staged manifests are copied to their final
-names and the rows repointed (seed 003, as BatchCreateTableVersions), deleted versions lose their manifest
-files, and deregistered root tables get their ``.lance-deregistered`` marker. A failure before the commit point
-removes the markers it wrote.
-
-Version operations need table version management: without it a version is a file copy per table, which no
-single commit can make atomic, so the batch is refused rather than applied in part.
+Every operation is checked first, with the single operations' own checks (nothing is written while any is
+invalid); declared tables get their ``.lance-reserved`` markers; one merge-insert adds every new row and deletes
+every removed one (the commit point); then, as the single operations do, staged manifests are finalized (seed
+003), deleted versions lose their files and deregistered root tables get their marker. A failure before the
+commit point removes the markers it wrote. Version operations need table version management: without it no
+single commit can make them atomic, so the batch is refused rather than applied in part.
 """
 
 from __future__ import annotations
@@ -20,20 +15,7 @@ import contextlib
 import uuid
 from dataclasses import dataclass, field
 
-from lance_namespace import (
-    BatchCommitTablesRequest,
-    BatchCommitTablesResponse,
-    BatchDeleteTableVersionsRequest,
-    BatchDeleteTableVersionsResponse,
-    CreateTableVersionRequest,
-    CreateTableVersionResponse,
-    DeclareTableRequest,
-    DeregisterTableRequest,
-    DeregisterTableResponse,
-    InvalidInputError,
-    TableAlreadyExistsError,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 from lance_namespace_urllib3_client.models import CommitTableOperation, CommitTableResult
 
 from airflow_provider_lance.namespace import identifiers as ids
@@ -48,7 +30,7 @@ from airflow_provider_lance.namespace.commit import (
     version_rows_to_insert,
 )
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
-from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow, sql_string
+from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow, RowSelection
 from airflow_provider_lance.namespace.tables import declared_response, reserve_table
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
@@ -76,12 +58,12 @@ class _Plan:
     results: list[CommitTableResult] = field(default_factory=list)
 
 
-def batch_commit_tables(catalog: Catalog, request: BatchCommitTablesRequest) -> BatchCommitTablesResponse:
+def batch_commit_tables(catalog: Catalog, request: ln.BatchCommitTablesRequest) -> ln.BatchCommitTablesResponse:
     """BatchCommitTables: validate every operation, write the declared tables' markers, commit every row
     change in one ``__manifest`` commit, then finish (copies, repointing, file deletions, markers)."""
     operations = request.operations or []
     if not operations:
-        raise InvalidInputError("BatchCommitTables needs at least one operation")
+        raise ln.InvalidInputError("BatchCommitTables needs at least one operation")
     catalog.require_manifest("BatchCommitTables")
     plan = _Plan()
     try:
@@ -100,18 +82,18 @@ def batch_commit_tables(catalog: Catalog, request: BatchCommitTablesRequest) -> 
     for marker in plan.markers_to_write:
         catalog.storage.put_if_not_exists(marker, MARKER_CONTENT)
     results = [
-        CommitTableResult(create_table_version=CreateTableVersionResponse(version=next(versions)))
+        CommitTableResult(create_table_version=ln.CreateTableVersionResponse(version=next(versions)))
         if result.create_table_version is not None
         else result
         for result in plan.results
     ]
-    return BatchCommitTablesResponse(transaction_id=str(uuid.uuid4()), results=results)
+    return ln.BatchCommitTablesResponse(transaction_id=str(uuid.uuid4()), results=results)
 
 
 def _plan_operation(catalog: Catalog, plan: _Plan, index: int, operation: CommitTableOperation) -> None:
     given = [kind for kind in _KINDS if getattr(operation, kind) is not None]
     if len(given) != 1:
-        raise InvalidInputError(f"Operation {index}: expected exactly one of {', '.join(_KINDS)}, got {given}")
+        raise ln.InvalidInputError(f"Operation {index}: expected exactly one of {', '.join(_KINDS)}, got {given}")
     kind = given[0]
     if kind == "declare_table":
         _plan_declare(catalog, plan, operation.declare_table)
@@ -125,11 +107,11 @@ def _plan_operation(catalog: Catalog, plan: _Plan, index: int, operation: Commit
 
 def _claim(plan: _Plan, oid: str) -> None:
     if oid in plan.touched:
-        raise InvalidInputError(f"BatchCommitTables declares or deregisters table '{oid}' twice")
+        raise ln.InvalidInputError(f"BatchCommitTables declares or deregisters table '{oid}' twice")
     plan.touched.add(oid)
 
 
-def _plan_declare(catalog: Catalog, plan: _Plan, request: DeclareTableRequest) -> None:
+def _plan_declare(catalog: Catalog, plan: _Plan, request: ln.DeclareTableRequest) -> None:
     """DeclareTable's own checks and reservation (tables.py); the row goes into the batch's one commit."""
     _claim(plan, ids.object_id(ids.validate_identifier(request.id, "table")))
     parts, location = reserve_table(catalog, request)
@@ -147,27 +129,27 @@ def _table(catalog: Catalog, plan: _Plan, identifier: object) -> Table:
 
 def _require_management(catalog: Catalog, branch: str | None) -> None:
     if not catalog.managed():
-        raise UnsupportedOperationError(
+        raise ln.UnsupportedOperationError(
             "BatchCommitTables commits versions atomically only with table version management "
             "(table_version_management=true); without it nothing is committed"
         )
     if branch not in (None, MAIN_BRANCH):
-        raise UnsupportedOperationError(f"BatchCommitTables commits main-line versions, not branch '{branch}'")
+        raise ln.UnsupportedOperationError(f"BatchCommitTables commits main-line versions, not branch '{branch}'")
 
 
-def _plan_create_version(catalog: Catalog, plan: _Plan, request: CreateTableVersionRequest) -> None:
+def _plan_create_version(catalog: Catalog, plan: _Plan, request: ln.CreateTableVersionRequest) -> None:
     _require_management(catalog, request.branch)
     table = _table(catalog, plan, request.id)
     entry = entry_of(request)
     names = version_names(catalog, table)
     if any(e.object_id == ids.version_object_id(table.parts, request.version) for e in plan.entries):
-        raise InvalidInputError(f"BatchCommitTables creates version {request.version} of '{table.object_id}' twice")
+        raise ln.InvalidInputError(f"BatchCommitTables creates version {request.version} of '{table.object_id}' twice")
     plan.entries.append(validate_entry(catalog, table, entry, names))
     plan.listings.append(names)
-    plan.results.append(CommitTableResult(create_table_version=CreateTableVersionResponse()))
+    plan.results.append(CommitTableResult(create_table_version=ln.CreateTableVersionResponse()))
 
 
-def _plan_delete_versions(catalog: Catalog, plan: _Plan, request: BatchDeleteTableVersionsRequest) -> None:
+def _plan_delete_versions(catalog: Catalog, plan: _Plan, request: ln.BatchDeleteTableVersionsRequest) -> None:
     _require_management(catalog, request.branch)
     table = _table(catalog, plan, request.id)
     names = version_names(catalog, table)
@@ -177,15 +159,15 @@ def _plan_delete_versions(catalog: Catalog, plan: _Plan, request: BatchDeleteTab
     plan.removed.extend(ids.version_object_id(table.parts, v) for v in targets)
     plan.manifests_to_delete.extend(ids.manifest_key(table.location, v, scheme) for v in targets)
     plan.results.append(
-        CommitTableResult(delete_table_versions=BatchDeleteTableVersionsResponse(deleted_count=len(targets)))
+        CommitTableResult(delete_table_versions=ln.BatchDeleteTableVersionsResponse(deleted_count=len(targets)))
     )
 
 
-def _plan_deregister(catalog: Catalog, plan: _Plan, request: DeregisterTableRequest) -> None:
+def _plan_deregister(catalog: Catalog, plan: _Plan, request: ln.DeregisterTableRequest) -> None:
     table = catalog.find_table(ids.validate_identifier(request.id, "table"))
     _claim(plan, table.object_id)
     if table.row is None:
-        raise UnsupportedOperationError(
+        raise ln.UnsupportedOperationError(
             f"Table '{table.object_id}' is known only by directory listing: deregister it on its own"
         )
     plan.removed.append(table.object_id)
@@ -194,7 +176,7 @@ def _plan_deregister(catalog: Catalog, plan: _Plan, request: DeregisterTableRequ
         plan.markers_to_write.append(f"{table.location}/{DEREGISTERED_MARKER}")
     plan.results.append(
         CommitTableResult(
-            deregister_table=DeregisterTableResponse(
+            deregister_table=ln.DeregisterTableResponse(
                 id=table.parts, location=catalog.storage.uri(table.location), properties=table.properties
             )
         )
@@ -206,15 +188,15 @@ def _commit(catalog: Catalog, plan: _Plan, version_rows_new: list[ManifestRow]) 
     rows = plan.rows + version_rows_new
     if version_rows_new:
         mark_table_versions(catalog)
-    if plan.rows and catalog.config.table_version_management and not catalog.managed_persisted():
-        catalog.manifest.update_metadata({TABLE_VERSION_MANAGEMENT_KEY: "true"})
-    removed = f"object_id IN ({', '.join(sql_string(oid) for oid in plan.removed)})" if plan.removed else None
+    if plan.rows:
+        catalog.persist_management()
+    removed = RowSelection(tuple(plan.removed)) if plan.removed else None
     try:
         if rows:
-            catalog.manifest.insert(rows, replacing=removed)
+            catalog.manifest.insert(rows, replacing=removed.sql() if removed else None)
         elif removed:
             catalog.manifest.delete(removed)
     except DuplicateObjectError as error:
         if error.object_id in plan.declared:
-            raise TableAlreadyExistsError(f"Table already exists: '{error.object_id}'") from None
+            raise ln.TableAlreadyExistsError(f"Table already exists: '{error.object_id}'") from None
         raise version_conflict(error) from None

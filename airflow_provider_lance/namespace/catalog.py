@@ -1,8 +1,5 @@
-"""The catalog one ``DirectoryNamespace`` works on, and the lookups every operation shares.
-
-A :class:`Catalog` is the configuration, the storage and the ``__manifest`` table of one root. Its lookups
-answer the questions the spec's operations ask first: is the parent a namespace, where is this table (the
-manifest first, then the directory listing in compatibility mode), are table versions managed.
+"""The catalog one ``DirectoryNamespace`` works on (configuration, storage and ``__manifest`` of one root), and
+the lookups every operation starts with: is the parent a namespace, where is this table, are versions managed.
 
 Table existence (the seeds disagree, seed 001 asks for a non-empty ``_versions/`` and seed 000 counts declared
 tables): a table exists when its manifest row exists, or, for a root table in directory-listing mode, when
@@ -17,13 +14,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from lance_namespace import (
-    InternalError,
-    LanceNamespace,
-    NamespaceNotFoundError,
-    TableNotFoundError,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.config import NamespaceConfig
@@ -59,18 +50,15 @@ class Table:
 
 
 class Catalog:
-    """Configuration, storage and ``__manifest`` of one namespace root.
+    """Configuration, storage and ``__manifest`` of one namespace root, for the ``DirectoryNamespace`` that owns
+    it (``facade``, held weakly)."""
 
-    :param config: the validated constructor properties.
-    :param facade: the ``DirectoryNamespace`` serving this catalog (held weakly: it owns the catalog).
-    """
-
-    def __init__(self, config: NamespaceConfig, facade: LanceNamespace | None = None) -> None:
+    def __init__(self, config: NamespaceConfig, facade: ln.LanceNamespace) -> None:
         self.config = config
-        self._facade = weakref.ref(facade) if facade is not None else None
+        self._facade = weakref.ref(facade)
         self.storage = Storage(config.root, config.storage_options)
         store = RowsStore.of(self.storage, config.manifest_cache_dir, config.rows_object_max_rows)
-        snapshots = SnapshotStore(self.storage, self.storage.options, store, config.check_rows)
+        snapshots = SnapshotStore(self.storage, store, config.check_rows)
         self.manifest = ManifestTable(self.storage, config.commit_retries, config.maintenance, snapshots)
         # STS scopes credentials to S3 prefixes only: another root answers none (docs/engine.md, "Secrets")
         self.vendor = None
@@ -78,37 +66,38 @@ class Catalog:
             self.vendor = CredentialVendor(config.credential_vendor, config.storage_options)
 
     @property
-    def facade(self) -> LanceNamespace:
-        """The namespace pylance commits a managed write through (``namespace_client``): the facade itself, so
-        its callbacks (DeclareTable, DescribeTable, CreateTableVersion, ...) are the facade's operations."""
-        facade = self._facade() if self._facade is not None else None
-        if facade is None:
-            raise InternalError("This catalog has no DirectoryNamespace to commit managed writes through")
+    def facade(self) -> ln.LanceNamespace:
+        """The namespace pylance commits a managed write through (``namespace_client``): its callbacks are the
+        facade's operations."""
+        facade = self._facade()
+        if facade is None:  # collected: the catalog outlived its namespace
+            raise ln.InternalError("This catalog has no DirectoryNamespace to commit managed writes through")
         return facade
 
     # -- modes ------------------------------------------------------------------------------------------
     def require_manifest(self, operation: str) -> None:
         if not self.config.manifest_enabled:
-            raise UnsupportedOperationError(f"{operation} needs the manifest (manifest_enabled=true)")
+            raise ln.UnsupportedOperationError(f"{operation} needs the manifest (manifest_enabled=true)")
 
     def managed(self) -> bool:
         """Table version management: on when the constructor asked for it or ``__manifest`` says so."""
         if not self.config.manifest_enabled:
             return False
-        return bool(self.config.table_version_management) or self.managed_persisted()
+        return bool(self.config.table_version_management) or self._management_persisted()
 
-    def managed_persisted(self) -> bool:
+    def _management_persisted(self) -> bool:
         return self.manifest.metadata().get(TABLE_VERSION_MANAGEMENT_KEY) == "true"
 
-    def response_storage_options(self, location: str, request: Any) -> dict[str, str] | None:
-        """Storage options for a response about the table at ``location`` (a key): endpoint, region and the
-        like, and credentials when the request does not decline them (``vend_credentials=False``; unset =
-        ``credential_vendor.vend_by_default``):
+    def persist_management(self) -> None:
+        """Record in ``__manifest`` the table version management the constructor asked for (before a row)."""
+        if self.config.table_version_management and not self._management_persisted():
+            self.manifest.update_metadata({TABLE_VERSION_MANAGEMENT_KEY: "true"})
 
-        - with ``credential_vendor.enabled``: temporary credentials scoped to the table and the request's
-          level (credentials.py), never the namespace's own; none on a root that is not S3;
-        - else with ``credential_vending_enabled``: the namespace's own (in-process callers only).
-        """
+    def response_storage_options(self, location: str, request: Any) -> dict[str, str] | None:
+        """Storage options for a response about the table at ``location`` (a key), with credentials unless the
+        request declines them (``vend_credentials``; unset = ``credential_vendor.vend_by_default``): temporary
+        ones scoped to the table (``credential_vendor.enabled``, S3 roots), else the namespace's own
+        (``credential_vending_enabled``, in-process callers only)."""
         asked = getattr(request, "vend_credentials", None)
         vendor_config = self.config.credential_vendor
         if vendor_config is None:
@@ -137,16 +126,12 @@ class Catalog:
             return
         row = rows.get(ids.object_id(parts))
         if row is None or row.object_type != NAMESPACE:
-            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
+            raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
 
     def insert_child(self, row: ManifestRow, parent: list[str]) -> None:
         """Insert one row under ``parent``, persisting table version management first when the constructor
-        asked for it.
-
-        A concurrent DropNamespace of the parent may delete it between our check and our insert. Both sides
-        write, then look again (the drop for children, we for the parent), so at least one sees the other;
-        here, a parent gone after the insert means the row is taken back and NamespaceNotFound is raised.
-        """
+        asked for it. A concurrent DropNamespace and this insert both write, then look again (the drop for
+        children, we for the parent): a parent gone after the insert takes the row back (NamespaceNotFound)."""
         error = self.insert_children([(row, parent)])[0]
         if error is not None:
             raise error
@@ -154,13 +139,12 @@ class Catalog:
     def insert_children(self, children: list[tuple[ManifestRow, list[str]]]) -> list[BaseException | None]:
         """:meth:`insert_child` for each (row, parent), in the same group commit; each one's error (None:
         inserted)."""
-        if self.config.table_version_management and not self.managed_persisted():
-            self.manifest.update_metadata({TABLE_VERSION_MANAGEMENT_KEY: "true"})
+        self.persist_management()
         errors = self.manifest.insert_each([row for row, _ in children])
         for at, (row, parent) in enumerate(children):
             if errors[at] is None and parent and ids.object_id(parent) not in self.rows(ids.object_id(parent)):
                 self.manifest.delete_object(row.object_id, row.object_type)
-                errors[at] = NamespaceNotFoundError(
+                errors[at] = ln.NamespaceNotFoundError(
                     f"Namespace not found: '{ids.object_id(parent)}' (dropped concurrently)"
                 )
         return errors
@@ -168,7 +152,7 @@ class Catalog:
     # -- tables -----------------------------------------------------------------------------------------
     def v1_table(self, parts: list[str]) -> Table | None:
         """Directory-listing lookup of a root table: ``<name>.lance`` with an entry and no deregistered
-        marker (one listing request)."""
+        marker (one listing)."""
         if not (self.config.dir_listing_enabled and len(parts) == 1):
             return None
         location = ids.v1_location(parts[0])
@@ -205,5 +189,5 @@ class Catalog:
             return Table(parts, row.location, row)
         table = None if listed else self.v1_table(parts)
         if table is None:
-            raise TableNotFoundError(f"Table not found: '{table_oid}'")
+            raise ln.TableNotFoundError(f"Table not found: '{table_oid}'")
         return table

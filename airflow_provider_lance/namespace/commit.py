@@ -1,11 +1,10 @@
 """Committing table versions: CreateTableVersion and BatchCreateTableVersions (seed 000), with the commit
-protocol of seed 003.
+protocol of seed 003 (the reader side is in versions.py).
 
 Without table version management a version is committed by copying its staged manifest to the final name with
-put-if-not-exists, table by table. With it, ``__manifest`` is an external manifest store: (1) the caller has
-staged the manifests; (2) one merge-insert of every entry's ``table_version`` row is the commit point, all or
-nothing; (3) each staged manifest is copied to its final name; (4) the rows are repointed at the final
-manifests. A crash after (2) is finished by the next reader (versions.finish).
+put-if-not-exists, table by table. With it: (1) the caller has staged the manifests; (2) one insert of every
+entry's ``table_version`` row is the commit point, all or nothing; (3) each staged manifest is copied to its
+final name; (4) the rows are repointed. A crash after (2) is finished by the next reader (versions.finish).
 """
 
 from __future__ import annotations
@@ -16,17 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lance_namespace import (
-    BatchCreateTableVersionsRequest,
-    BatchCreateTableVersionsResponse,
-    ConcurrentModificationError,
-    CreateTableVersionEntry,
-    CreateTableVersionRequest,
-    CreateTableVersionResponse,
-    InvalidInputError,
-    TableVersion,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import feature_flags
 from airflow_provider_lance.namespace import identifiers as ids
@@ -34,9 +23,10 @@ from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.concurrency import map_concurrently
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow, version_metadata
-from airflow_provider_lance.namespace.storage import FileInfo, is_transient_error
+from airflow_provider_lance.namespace.storage import is_transient_error
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
+    file_version,
     finalize,
     latest_number,
     locate_line,
@@ -69,58 +59,56 @@ class VersionEntry:
 
 
 # -- the operations ---------------------------------------------------------------------------------------
-def create_table_version(catalog: Catalog, request: CreateTableVersionRequest) -> CreateTableVersionResponse:
+def create_table_version(catalog: Catalog, request: ln.CreateTableVersionRequest) -> ln.CreateTableVersionResponse:
     """CreateTableVersion: commit one staged manifest as the next version of a table."""
     table, managed = locate_line(catalog, request.id, request.branch, writing=True)
-    return CreateTableVersionResponse(version=_create(catalog, [(table, entry_of(request))], managed)[0])
+    return ln.CreateTableVersionResponse(version=_create(catalog, [(table, entry_of(request))], managed)[0])
 
 
-def entry_of(request: CreateTableVersionRequest) -> CreateTableVersionEntry:
+def entry_of(request: ln.CreateTableVersionRequest) -> ln.CreateTableVersionEntry:
     """The batch entry a CreateTableVersion request describes (the same fields but the request's own)."""
-    fields = set(CreateTableVersionEntry.model_fields) & set(CreateTableVersionRequest.model_fields)
-    return CreateTableVersionEntry(**{name: getattr(request, name) for name in fields})
+    fields = set(ln.CreateTableVersionEntry.model_fields) & set(ln.CreateTableVersionRequest.model_fields)
+    return ln.CreateTableVersionEntry(**{name: getattr(request, name) for name in fields})
 
 
 def batch_create_table_versions(
-    catalog: Catalog, request: BatchCreateTableVersionsRequest
-) -> BatchCreateTableVersionsResponse:
-    """BatchCreateTableVersions: with table version management, every entry's row is committed in one
-    merge-insert (all or nothing); without it, entries are committed one by one (not atomic, as the spec
-    says)."""
+    catalog: Catalog, request: ln.BatchCreateTableVersionsRequest
+) -> ln.BatchCreateTableVersionsResponse:
+    """BatchCreateTableVersions: atomic with table version management; without it, entries are committed one
+    by one (not atomic, as the spec says)."""
     if not request.entries:
-        raise InvalidInputError("BatchCreateTableVersions needs at least one entry")
-    # Every entry's table and parent rows in one lookup (one pass over the cached rows, not one per entry);
-    # the errors stay those of the first offending entry, in entry order.
-    identifiers: list[list[str] | InvalidInputError] = []
+        raise ln.InvalidInputError("BatchCreateTableVersions needs at least one entry")
+    # Every entry's table and parent rows in one lookup; the error is the first offending entry's.
+    identifiers: list[list[str] | ln.InvalidInputError] = []
     for entry in request.entries:
         try:
             identifiers.append(ids.validate_identifier(entry.id, "table"))
-        except InvalidInputError as error:
+        except ln.InvalidInputError as error:
             identifiers.append(error)
-    valid = [parts for parts in identifiers if not isinstance(parts, InvalidInputError)]
+    valid = [parts for parts in identifiers if not isinstance(parts, ln.InvalidInputError)]
     rows = catalog.rows(*(oid for p in valid for oid in (ids.object_id(p[:-1]), ids.object_id(p))))
     located = []
     for parts, entry in zip(identifiers, request.entries, strict=True):
-        if isinstance(parts, InvalidInputError):
+        if isinstance(parts, ln.InvalidInputError):
             raise parts
         if entry.branch not in (None, MAIN_BRANCH):
             # one __manifest transaction covers main-line versions only
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 f"BatchCreateTableVersions commits main-line versions, not branch '{entry.branch}'"
             )
         located.append((catalog.find_table(parts, rows=rows), entry))
     keys = [(ids.object_id(entry.id), entry.version) for entry in request.entries]
     if len(set(keys)) != len(keys):
-        raise InvalidInputError("BatchCreateTableVersions has the same table version twice")
-    return BatchCreateTableVersionsResponse(versions=_create(catalog, located, catalog.managed()))
+        raise ln.InvalidInputError("BatchCreateTableVersions has the same table version twice")
+    return ln.BatchCreateTableVersionsResponse(versions=_create(catalog, located, catalog.managed()))
 
 
 # -- the protocol -----------------------------------------------------------------------------------------
 def _create(
-    catalog: Catalog, located: Sequence[tuple[Table, CreateTableVersionEntry]], managed: bool
-) -> list[TableVersion]:
+    catalog: Catalog, located: Sequence[tuple[Table, ln.CreateTableVersionEntry]], managed: bool
+) -> list[ln.TableVersion]:
     """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
-    entry serves both the scheme check and the version check."""
+    entry serves the scheme and the version checks."""
     remote = catalog.storage.is_remote
     listings = map_concurrently(lambda table: version_names(catalog, table), [t for t, _ in located], remote)
     entries = [
@@ -128,69 +116,7 @@ def _create(
     ]
     if not managed:
         return [_create_unmanaged(catalog, entry) for entry in entries]
-    return _create_managed(catalog, entries, listings)
-
-
-def validate_entry(
-    catalog: Catalog, table: Table, entry: CreateTableVersionEntry, names: Sequence[str]
-) -> VersionEntry:
-    """The staged manifest must be inside this table's ``_versions/``, staged (not final), for this version;
-    anything else is InvalidInput and changes nothing. ``names``: the table's ``_versions/``."""
-    ids.check_version(entry.version, f"version for '{table.object_id}'")
-    key = catalog.storage.key_of(entry.manifest_path)
-    directory = ids.versions_dir(table.location) + "/"
-    name = key[len(directory) :] if key and key.startswith(directory) else None
-    parsed = ids.parse_staged_manifest_name(name) if name else None
-    if parsed is None or parsed[0] != entry.version:
-        raise InvalidInputError(
-            f"Invalid manifest_path for '{table.object_id}' v{entry.version}: it must be a staged manifest of "
-            f"that version inside the table's {ids.VERSIONS_DIR}/ directory"
-        )
-    scheme = parsed[1]
-    if entry.naming_scheme and entry.naming_scheme.upper() != scheme:
-        raise InvalidInputError(f"naming_scheme {entry.naming_scheme!r} does not match '{name}'")
-    existing = naming_scheme(names)
-    if existing and existing != scheme:
-        raise InvalidInputError(f"'{table.object_id}' uses naming scheme {existing}, not {scheme}")
-    final_key = ids.manifest_key(table.location, entry.version, scheme)
-    return VersionEntry(table, entry.version, scheme, key or "", final_key, entry.metadata)
-
-
-def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> TableVersion:
-    """Seed 000 without management: staged → final with put-if-not-exists, ``version == latest + 1``,
-    idempotent for identical bytes, then the staged file is deleted."""
-    storage, oid = catalog.storage, entry.table.object_id
-    if not storage.exists(entry.staged_key):
-        if storage.exists(entry.final_key):  # a retry of a commit that already went through
-            return version_files(catalog, entry.table)[entry.version]
-        raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
-    files = version_files(catalog, entry.table)
-    if entry.version in files:
-        if manifests_differ(catalog, entry.staged_key, entry.final_key):
-            raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' already exists")
-    else:
-        latest = max(files, default=0)
-        if entry.version != latest + 1:
-            raise ConcurrentModificationError(
-                f"Version {entry.version} of '{oid}' is not the next version (latest is {latest})"
-            )
-        if not storage.copy_if_not_exists(entry.staged_key, entry.final_key) and manifests_differ(
-            catalog, entry.staged_key, entry.final_key
-        ):
-            raise ConcurrentModificationError(f"Version {entry.version} of '{oid}' was committed concurrently")
-    storage.delete(entry.staged_key)
-    info = storage.info(entry.final_key)
-    return TableVersion(
-        version=entry.version,
-        manifest_path=storage.object_path(entry.final_key),
-        manifest_size=info.size,
-        e_tag=info.e_tag,
-        timestamp_millis=info.timestamp_millis,
-    )
-
-
-def _create_managed(catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]) -> list[TableVersion]:
-    """Seed 003 "External Store Commit", steps (2) to (4) for every entry at once."""
+    # seed 003 "External Store Commit", steps (2) to (4) for every entry at once
     rows = version_rows_to_insert(catalog, entries, listings)
     mark_table_versions(catalog)
     try:
@@ -200,15 +126,65 @@ def _create_managed(catalog: Catalog, entries: list[VersionEntry], listings: lis
     return finish_versions(catalog, entries, rows)
 
 
+def validate_entry(
+    catalog: Catalog, table: Table, entry: ln.CreateTableVersionEntry, names: Sequence[str]
+) -> VersionEntry:
+    """The staged manifest must be inside this table's ``_versions/``, staged (not final), for this version;
+    anything else is InvalidInput and changes nothing. ``names``: the table's ``_versions/``."""
+    ids.check_version(entry.version, f"version for '{table.object_id}'")
+    key = catalog.storage.key_of(entry.manifest_path)
+    directory = ids.versions_dir(table.location) + "/"
+    name = key[len(directory) :] if key and key.startswith(directory) else None
+    parsed = ids.parse_staged_manifest_name(name) if name else None
+    if parsed is None or parsed[0] != entry.version:
+        raise ln.InvalidInputError(
+            f"Invalid manifest_path for '{table.object_id}' v{entry.version}: it must be a staged manifest of "
+            f"that version inside the table's {ids.VERSIONS_DIR}/ directory"
+        )
+    scheme = parsed[1]
+    if entry.naming_scheme and entry.naming_scheme.upper() != scheme:
+        raise ln.InvalidInputError(f"naming_scheme {entry.naming_scheme!r} does not match '{name}'")
+    existing = naming_scheme(names)
+    if existing and existing != scheme:
+        raise ln.InvalidInputError(f"'{table.object_id}' uses naming scheme {existing}, not {scheme}")
+    final_key = ids.manifest_key(table.location, entry.version, scheme)
+    return VersionEntry(table, entry.version, scheme, key or "", final_key, entry.metadata)
+
+
+def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> ln.TableVersion:
+    """Seed 000 without management: staged → final with put-if-not-exists, ``version == latest + 1``,
+    idempotent for identical bytes, then the staged file is deleted."""
+    storage, oid = catalog.storage, entry.table.object_id
+    if not storage.exists(entry.staged_key):
+        if storage.exists(entry.final_key):  # a retry of a commit that already went through
+            return version_files(catalog, entry.table)[entry.version]
+        raise ln.InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
+    files = version_files(catalog, entry.table)
+    if entry.version in files:
+        if manifests_differ(catalog, entry.staged_key, entry.final_key):
+            raise ln.ConcurrentModificationError(f"Version {entry.version} of '{oid}' already exists")
+    else:
+        latest = max(files, default=0)
+        if entry.version != latest + 1:
+            raise ln.ConcurrentModificationError(
+                f"Version {entry.version} of '{oid}' is not the next version (latest is {latest})"
+            )
+        if not storage.copy_if_not_exists(entry.staged_key, entry.final_key) and manifests_differ(
+            catalog, entry.staged_key, entry.final_key
+        ):
+            raise ln.ConcurrentModificationError(f"Version {entry.version} of '{oid}' was committed concurrently")
+    storage.delete(entry.staged_key)
+    return file_version(catalog, entry.version, entry.final_key, storage.info(entry.final_key))
+
+
 def version_rows_to_insert(
     catalog: Catalog, entries: list[VersionEntry], listings: list[list[str]]
 ) -> list[ManifestRow]:
     """The ``table_version`` rows of validated entries, each checked to be its table's next version (several
-    versions of one table follow each other in entry order) with its staged manifest in place. The per-entry
-    file requests run concurrently on remote stores."""
+    of one table follow each other in entry order) with its staged manifest in place."""
     storage = catalog.storage
     now = int(time.time() * 1000)
-    infos = map_concurrently(lambda entry: _staged_info(catalog, entry), entries, storage.is_remote)
+    infos = map_concurrently(lambda entry: storage.file_info(entry.staged_key), entries, storage.is_remote)
     latest_of: dict[str, int] = {}
     rows = []
     for entry, names, info in zip(entries, listings, infos, strict=True):
@@ -218,11 +194,11 @@ def version_rows_to_insert(
         if oid not in latest_of:
             latest_of[oid] = latest_number(catalog, entry.table, names, version_line(catalog, entry.table))
         if entry.version != latest_of[oid] + 1:
-            raise ConcurrentModificationError(
+            raise ln.ConcurrentModificationError(
                 f"Version {entry.version} of '{oid}' is not the next version (latest is {latest_of[oid]})"
             )
         if info is None:
-            raise InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
+            raise ln.InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
         latest_of[oid] = entry.version
         metadata = version_metadata(
             storage.object_path(entry.staged_key), info.size, info.e_tag, entry.scheme, now, entry.metadata
@@ -238,21 +214,19 @@ def mark_table_versions(catalog: Catalog) -> None:
         catalog.manifest.update_metadata(flag)
 
 
-def version_conflict(error: DuplicateObjectError) -> ConcurrentModificationError:
+def version_conflict(error: DuplicateObjectError) -> ln.ConcurrentModificationError:
     """A ``table_version`` row that exists already: another writer committed that version first."""
     table = (error.object_id or "").rpartition(ids.DELIMITER)[0] or "a table in the batch"
-    return ConcurrentModificationError(
+    return ln.ConcurrentModificationError(
         f"Version already exists for table '{table}' ({error.object_id}); nothing was committed"
     )
 
 
-def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[TableVersion]:
-    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name (concurrently on
-    remote stores), then repoint every row in one upsert.
-
-    The versions are committed whatever happens here, so a store that stops answering does not fail the
-    operation (its caller would believe nothing was committed): a version whose copy failed keeps pointing at
-    its staged manifest, a valid manifest that the next engine call touching the table finishes."""
+def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[ln.TableVersion]:
+    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name, then repoint
+    every row in one commit. The versions are committed whatever happens here, so a store that stops
+    answering does not fail the operation (its caller would believe nothing was committed): a version whose
+    copy failed keeps pointing at its staged manifest, which the next engine call touching the table finishes."""
     pairs = list(zip(entries, rows, strict=True))
     finalized_metadata = map_concurrently(
         lambda pair: _finalize_committed(catalog, *pair), pairs, catalog.storage.is_remote
@@ -284,11 +258,3 @@ def _finalize_committed(catalog: Catalog, entry: VersionEntry, row: ManifestRow)
             "Version %s committed; its manifest stays staged until a later call finishes it: %s", row.object_id, error
         )
         return meta
-
-
-def _staged_info(catalog: Catalog, entry: VersionEntry) -> FileInfo | None:
-    """The staged manifest's size and e-tag (one head request), None when it does not exist."""
-    try:
-        return catalog.storage.info(entry.staged_key)
-    except FileNotFoundError:
-        return None

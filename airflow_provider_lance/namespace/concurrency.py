@@ -1,12 +1,7 @@
-"""The engine's one thread pool, for two jobs:
-
-* running an operation that pylance called back from one of its Rust threads on a Python thread (a pylance
-  call made on such a thread crashes the interpreter: it holds the GIL without a Python thread state);
-* running the per-entry storage requests of a batch concurrently on a remote store (each request waits on
-  the network with the GIL released).
-
-A task already on the pool runs nested work inline, so a callback never waits for a free worker of its own
-pool. A forked child builds a pool of its own (it has none of its parent's threads).
+"""The engine's one thread pool: it runs an operation that pylance called back from one of its Rust threads on
+a Python thread (a pylance call made on such a thread crashes the interpreter), and a batch's per-entry storage
+requests concurrently on a remote store. Work nested on the pool runs inline (a callback never waits for a
+worker of its own pool); a forked child builds its own pool.
 """
 
 from __future__ import annotations
@@ -35,27 +30,18 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL[1]
 
 
-def _on_pool() -> bool:
-    return threading.current_thread().name.startswith(_THREAD_PREFIX)
-
-
-def is_foreign_thread() -> bool:
-    """Whether the caller is a thread Python did not start (pylance calling back from Rust)."""
-    return isinstance(threading.current_thread(), threading._DummyThread)
-
-
 def run_on_python_thread(function: Callable[[], _R]) -> _R:
-    """``function()``, moved to a pool thread when called from a foreign thread."""
-    if not is_foreign_thread():
+    """``function()``, moved to a pool thread when called from a thread Python did not start (pylance calling
+    back from Rust)."""
+    if not isinstance(threading.current_thread(), threading._DummyThread):
         return function()
     return _pool().submit(function).result()
 
 
 def map_concurrently(function: Callable[[_T], _R], items: Sequence[_T], concurrent: bool) -> list[_R]:
-    """``[function(item) for item in items]``, on the pool when ``concurrent`` and there are several items.
-    Every call finishes before the first failure (in item order) is raised, so no request of an operation
-    outlives it."""
-    if not concurrent or len(items) < 2 or _on_pool():
+    """``[function(item) for item in items]``, on the pool when ``concurrent``. Every call finishes before the
+    first failure (in item order) is raised, so no request of an operation outlives it."""
+    if not concurrent or len(items) < 2 or threading.current_thread().name.startswith(_THREAD_PREFIX):
         return [function(item) for item in items]
     futures = [_pool().submit(function, item) for item in items]
     errors = [future.exception() for future in futures]  # waits for all

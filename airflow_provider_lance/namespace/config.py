@@ -9,9 +9,9 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from lance_namespace import InvalidInputError
+import lance_namespace as ln
 
-from airflow_provider_lance.namespace import credentials, rows_store
+from airflow_provider_lance.namespace import credentials
 from airflow_provider_lance.namespace.credentials import VendorConfig
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 from airflow_provider_lance.namespace.storage import normalize_root
@@ -32,7 +32,7 @@ def parse_bool(name: str, value: Any, default: bool) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise InvalidInputError(f"Invalid property '{name}': expected 'true' or 'false', got {value!r}")
+    raise ln.InvalidInputError(f"Invalid property '{name}': expected 'true' or 'false', got {value!r}")
 
 
 def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
@@ -41,40 +41,35 @@ def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise InvalidInputError(f"Invalid property '{name}': expected an integer, got {value!r}") from None
+        raise ln.InvalidInputError(f"Invalid property '{name}': expected an integer, got {value!r}") from None
     if isinstance(value, bool) or number < minimum:
-        raise InvalidInputError(f"Invalid property '{name}': expected an integer >= {minimum}, got {value!r}")
+        raise ln.InvalidInputError(f"Invalid property '{name}': expected an integer >= {minimum}, got {value!r}")
     return number
 
 
-# The default of ``manifest_check_rows`` (``true`` turns check mode on for every catalog of the process and of
-# the processes it starts): the test suite and the fault and soak benchmarks set it.
+# The default of ``manifest_check_rows`` for the process and the processes it starts (the test suite and the
+# fault and soak benchmarks set it).
 CHECK_ROWS_ENVIRONMENT = "AIRFLOW_PROVIDER_LANCE_CHECK_ROWS"
 
 
-def _check_rows_default() -> bool:
-    return parse_bool(CHECK_ROWS_ENVIRONMENT, os.environ.get(CHECK_ROWS_ENVIRONMENT), False)
-
-
 def _cache_dir(value: Any) -> str | None:
-    """The ``manifest_cache_dir`` property: absent = the default directory, empty = no cache."""
+    """The ``manifest_cache_dir`` property: absent = ``$XDG_CACHE_HOME/airflow-provider-lance/manifest-rows``
+    (``~/.cache/...`` without it), empty = no cache."""
     if value is None:
-        return rows_store.default_directory()
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(base, "airflow-provider-lance", "manifest-rows")
     if not isinstance(value, str):
-        raise InvalidInputError(f"Invalid property 'manifest_cache_dir': expected a string, got {value!r}")
+        raise ln.InvalidInputError(f"Invalid property 'manifest_cache_dir': expected a string, got {value!r}")
     return os.path.expanduser(value) if value.strip() else None
 
 
 def _check_endpoint(key: str, value: str) -> None:
-    """Refuse an endpoint URL (``storage.aws_endpoint`` and its aliases, ``credential_vendor.aws_sts_endpoint``)
-    that carries credentials or whose authority does not parse: botocore, s3fs and
-    object_store log and echo the URL (in errors, tracebacks and request logs). ``http://KEY:SECRET@host`` is
-    plain; a secret holding a ``/`` (as AWS secret keys often do) moves the ``@`` into what a URL parser takes
-    for the path (``http://KEY:SE/CRET@host``: no userinfo, a "port" of ``SE``), so any ``@`` is refused, and
-    so is an authority without a host or with a port that is not a number. The message never repeats the
-    value."""
+    """Refuse an endpoint URL that carries credentials or whose authority does not parse: botocore, s3fs and
+    object_store echo the URL in errors and logs. Any ``@`` is refused: a secret holding a ``/`` (as AWS
+    secret keys often do) hides it from a URL parser (``http://KEY:SE/CRET@host``: a "port" of ``SE``). The
+    message never repeats the value."""
     if "@" in value:
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Invalid property '{key}': the endpoint URL carries credentials ('@'); give them as "
             "storage.aws_access_key_id and storage.aws_secret_access_key instead"
         )
@@ -86,7 +81,7 @@ def _check_endpoint(key: str, value: str) -> None:
     except ValueError:
         valid = False
     if not valid:
-        raise InvalidInputError(f"Invalid property '{key}': not a URL with a host and a numeric port")
+        raise ln.InvalidInputError(f"Invalid property '{key}': not a URL with a host and a numeric port")
 
 
 def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
@@ -97,13 +92,13 @@ def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
         return None
     unknown = sorted(set(given) - credentials.PROPERTIES)
     if unknown:  # an Azure or GCP vendor, or API-key levels: vending something else than asked is worse
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Unsupported property {', '.join(prefix + name for name in unknown)}: this engine vends AWS STS "
             "credentials (over REST the level comes from the caller's grant)"
         )
     role_arn = given.get("aws_role_arn")
     if not isinstance(role_arn, str) or not role_arn.strip():
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Invalid properties: {prefix}enabled=true needs {prefix}aws_role_arn (the role whose temporary "
             "credentials are vended; the namespace's own keys are never handed out)"
         )
@@ -115,7 +110,14 @@ def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
     except (TypeError, ValueError):
         fraction = -1.0
     if not 0 < fraction < 1:
-        raise InvalidInputError(f"Invalid property '{prefix}refresh_fraction': expected a number between 0 and 1")
+        raise ln.InvalidInputError(f"Invalid property '{prefix}refresh_fraction': expected a number between 0 and 1")
+    sts_endpoint = given.get("aws_sts_endpoint")
+    if sts_endpoint not in (None, ""):
+        if not isinstance(sts_endpoint, str):
+            raise ln.InvalidInputError(
+                f"Invalid property '{prefix}aws_sts_endpoint': expected a string, got {type(sts_endpoint).__name__}"
+            )
+        _check_endpoint(prefix + "aws_sts_endpoint", sts_endpoint)
     return VendorConfig(
         role_arn=role_arn.strip(),
         permission=credentials.parse_level(
@@ -125,19 +127,10 @@ def _vendor_config(properties: Mapping[str, Any]) -> VendorConfig | None:
         region=given.get("aws_region") or None,
         session_name=(given.get("aws_role_session_name") or credentials.DEFAULT_SESSION_NAME)[:64],  # AWS's limit
         duration_millis=min(max(duration, credentials.MIN_DURATION_MILLIS), credentials.MAX_DURATION_MILLIS),
-        sts_endpoint=_sts_endpoint(prefix + "aws_sts_endpoint", given.get("aws_sts_endpoint")),
+        sts_endpoint=sts_endpoint or None,
         refresh_fraction=fraction,
         vend_by_default=parse_bool(prefix + "vend_by_default", given.get("vend_by_default"), True),
     )
-
-
-def _sts_endpoint(key: str, value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise InvalidInputError(f"Invalid property '{key}': expected a string, got {type(value).__name__}")
-    _check_endpoint(key, value)
-    return value
 
 
 @dataclass(frozen=True)
@@ -154,17 +147,14 @@ class MaintenancePolicy:
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> MaintenancePolicy:
+        def number(name: str, default: int) -> int:
+            return parse_int(name, properties.get(name), default)
+
         return cls(
-            check_every=parse_int("manifest_maintenance_every", properties.get("manifest_maintenance_every"), 8),
-            fragment_threshold=parse_int(
-                "manifest_maintenance_fragments", properties.get("manifest_maintenance_fragments"), 4
-            ),
-            cleanup_every=parse_int("manifest_cleanup_every", properties.get("manifest_cleanup_every"), 256),
-            keep=timedelta(
-                seconds=parse_int(
-                    "manifest_cleanup_older_than_seconds", properties.get("manifest_cleanup_older_than_seconds"), 600
-                )
-            ),
+            check_every=number("manifest_maintenance_every", 8),
+            fragment_threshold=number("manifest_maintenance_fragments", 4),
+            cleanup_every=number("manifest_cleanup_every", 256),
+            keep=timedelta(seconds=number("manifest_cleanup_older_than_seconds", 600)),
         )
 
 
@@ -197,51 +187,52 @@ class NamespaceConfig:
         storage = {}
         for key, value in properties.items():
             if not isinstance(key, str):
-                raise InvalidInputError(f"Invalid property name {key!r}: expected a string")
+                raise ln.InvalidInputError(f"Invalid property name {key!r}: expected a string")
             if key.startswith(STORAGE_PREFIX):
                 option = key[len(STORAGE_PREFIX) :]
                 if not option:
-                    raise InvalidInputError(f"Invalid property '{key}': empty storage option name")
+                    raise ln.InvalidInputError(f"Invalid property '{key}': empty storage option name")
                 if not isinstance(value, (str, bool)):  # never echo the value: it may be a secret
-                    raise InvalidInputError(f"Invalid property '{key}': expected a string, got {type(value).__name__}")
+                    raise ln.InvalidInputError(
+                        f"Invalid property '{key}': expected a string, got {type(value).__name__}"
+                    )
                 storage[option] = str(value).lower() if isinstance(value, bool) else value
                 if option.lower() in ENDPOINT_OPTIONS:
                     _check_endpoint(key, storage[option])
-        tvm = properties.get("table_version_management")
-        tracking = properties.get("table_version_tracking_enabled")
+
+        def flag(name: str, default: bool) -> bool:
+            return parse_bool(name, properties.get(name), default)
+
+        names = ("table_version_management", "table_version_tracking_enabled")
         management = None
-        if tvm is not None or tracking is not None:
-            management = parse_bool("table_version_management", tvm, False) or parse_bool(
-                "table_version_tracking_enabled", tracking, False
-            )
+        if any(properties.get(name) is not None for name in names):
+            management = flag(names[0], False) or flag(names[1], False)
         for name in _ACCEPTED_REFERENCE_PROPERTIES:
-            parse_bool(name, properties.get(name), False)
+            flag(name, False)
         config = cls(
             root=normalize_root(properties.get("root")),
-            manifest_enabled=parse_bool("manifest_enabled", properties.get("manifest_enabled"), True),
-            dir_listing_enabled=parse_bool("dir_listing_enabled", properties.get("dir_listing_enabled"), True),
+            manifest_enabled=flag("manifest_enabled", True),
+            dir_listing_enabled=flag("dir_listing_enabled", True),
             table_version_management=management,
             commit_retries=parse_int("commit_retries", properties.get("commit_retries"), 20),
-            credential_vending=parse_bool(
-                "credential_vending_enabled", properties.get("credential_vending_enabled"), False
-            ),
+            credential_vending=flag("credential_vending_enabled", False),
             credential_vendor=_vendor_config(properties),
             maintenance=MaintenancePolicy.from_properties(properties),
             manifest_cache_dir=_cache_dir(properties.get("manifest_cache_dir")),
             rows_object_max_rows=parse_int(
-                "manifest_rows_object_max_rows",
-                properties.get("manifest_rows_object_max_rows"),
-                ROWS_OBJECT_MAX_ROWS,
+                "manifest_rows_object_max_rows", properties.get("manifest_rows_object_max_rows"), ROWS_OBJECT_MAX_ROWS
             ),
-            check_rows=parse_bool("manifest_check_rows", properties.get("manifest_check_rows"), _check_rows_default()),
+            check_rows=flag(
+                "manifest_check_rows", parse_bool(CHECK_ROWS_ENVIRONMENT, os.environ.get(CHECK_ROWS_ENVIRONMENT), False)
+            ),
             storage_options=storage,
         )
         if not (config.manifest_enabled or config.dir_listing_enabled):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 "Invalid properties: at least one of 'manifest_enabled' and 'dir_listing_enabled' must be true"
             )
         if config.table_version_management and not config.manifest_enabled:
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 "Invalid property 'table_version_management': table version management needs 'manifest_enabled=true'"
             )
         return config

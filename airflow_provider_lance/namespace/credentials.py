@@ -1,24 +1,7 @@
-"""Credential vending (seed 002, ``vend_credentials``): temporary S3 credentials scoped to one table.
-
-With ``credential_vendor.enabled=true`` DescribeTable, DeclareTable and CreateTable on an S3 root answer
-credentials from STS AssumeRole of ``credential_vendor.aws_role_arn``, with a session policy that allows only
-the table's own prefix at one level:
-
-- ``read``: ``GetObject``/``GetObjectVersion`` on ``<bucket>/<table prefix>/*``, ``ListBucket`` conditioned on
-  ``s3:prefix`` like ``<table prefix>/*``, and ``GetBucketLocation``;
-- ``write``: also ``PutObject``; ``admin``: also ``DeleteObject``.
-
-The properties are the reference's (lance ``rust/lance-namespace-impls/src/credentials/aws.rs``), so one
-configuration serves both. The level is the request's ``context["credential_vendor.permission"]`` when
-present (the REST server puts the caller's grant there, overwriting whatever the client sent), else the
-property ``credential_vendor.permission`` (default ``read``).
-
-Paths go into the policy with IAM's escapes for ``$``, ``*`` and ``?`` (``${$}``, ``${*}``, ``${?}``): a table
-named ``a$t`` must not become a pattern, and Lance's ``$`` delimiter must not start a policy variable.
-
-The credentials of one (table, level) are cached and shared by every caller until ``refresh_fraction`` of
-their lifetime is left; the answer tells clients to come back exactly then (``refresh_offset_millis``), so a
-client that refreshes always gets a renewed credential, and an expired one is never handed out.
+"""Credential vending (seed 002, ``vend_credentials``): temporary S3 credentials from STS AssumeRole, with a
+session policy scoped to one table's prefix at one level (read, write, admin). The properties are the
+reference's (lance ``rust/lance-namespace-impls/src/credentials/aws.rs``), so one configuration serves both.
+Levels, IAM escapes and the refresh rule: docs/engine.md, "Secrets".
 """
 
 from __future__ import annotations
@@ -34,7 +17,7 @@ from typing import Any
 import boto3
 import botocore.config
 import botocore.exceptions
-from lance_namespace import InvalidInputError, PermissionDeniedError, ServiceUnavailableError
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace.s3 import install_log_redaction, s3fs_arguments
 from airflow_provider_lance.namespace.tuning import CREDENTIALS_PRUNE_AT as _PRUNE_AT
@@ -97,7 +80,7 @@ def session_policy(bucket: str, prefix: str, level: str) -> dict[str, Any]:
 def parse_level(name: str, value: Any) -> str:
     level = value.strip().lower() if isinstance(value, str) else value
     if level not in LEVELS:
-        raise InvalidInputError(f"Invalid {name}: expected read, write or admin, got {value!r}")
+        raise ln.InvalidInputError(f"Invalid {name}: expected read, write or admin, got {value!r}")
     return level
 
 
@@ -133,9 +116,9 @@ class CredentialVendor:
     """Temporary credentials for table prefixes, cached per (prefix, level).
 
     :param config: the ``credential_vendor.*`` properties.
-    :param storage_options: the namespace's ``storage.*`` options: their keys sign the AssumeRole call, their
-        endpoint is STS's unless ``aws_sts_endpoint`` says otherwise (S3-compatible stores and moto serve STS
-        on the S3 endpoint); endpoint, region and the like are shared with clients, the keys never.
+    :param storage_options: the namespace's ``storage.*`` options: their keys sign AssumeRole (and are never
+        shared), their endpoint is STS's unless ``aws_sts_endpoint`` says otherwise (moto and S3-compatible
+        stores serve STS there).
     :param clock: seconds since the epoch (tests move it).
     """
 
@@ -167,8 +150,8 @@ class CredentialVendor:
         self._renewing = [threading.Lock() for _ in range(64)]
 
     def level(self, context: Mapping[str, str] | None) -> str:
-        """The level of a request: the context's (set by the REST server from the caller's grant), else the
-        configured one."""
+        """The level of a request: the context's (the REST server sets the caller's grant there, overwriting what
+        the client sent), else the configured one."""
         given = (context or {}).get(PERMISSION_CONTEXT_KEY)
         if given is None:
             return self.config.permission
@@ -176,8 +159,8 @@ class CredentialVendor:
 
     def vend(self, bucket: str, prefix: str, level: str) -> Vended:
         """Credentials for ``<bucket>/<prefix>/*`` at ``level``: the cached ones while more than
-        ``refresh_fraction`` of their lifetime is left, else new ones (one AssumeRole however many callers
-        ask at once)."""
+        ``refresh_fraction`` of their lifetime is left (clients are told to come back exactly then, so a
+        refresh always renews), else new ones (one AssumeRole however many callers ask at once)."""
         key = (bucket, prefix, level)
         vended = self._fresh(key)
         if vended is not None:
@@ -195,8 +178,7 @@ class CredentialVendor:
         return vended
 
     def _prune(self) -> None:
-        """Forget expired credentials (a catalog of many tables would otherwise keep one per table ever
-        vended); called under ``_lock``."""
+        """Forget expired credentials (else one per table ever vended is kept); called under ``_lock``."""
         now = self.clock() * 1000
         for key in [key for key, vended in self._cache.items() if vended.expires_at_millis <= now]:
             del self._cache[key]
@@ -223,16 +205,16 @@ class CredentialVendor:
             code = error.response.get("Error", {}).get("Code", "")
             message = f"Credential vending: AssumeRole of {self.config.role_arn} was refused ({code})"
             if code in ("AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "SignatureDoesNotMatch"):
-                raise PermissionDeniedError(message) from None
-            raise ServiceUnavailableError(message) from None
+                raise ln.PermissionDeniedError(message) from None
+            raise ln.ServiceUnavailableError(message) from None
         except botocore.exceptions.BotoCoreError as error:
-            raise ServiceUnavailableError(
+            raise ln.ServiceUnavailableError(
                 f"Credential vending: STS did not answer AssumeRole of {self.config.role_arn} ({type(error).__name__})"
             ) from None
         expires = int(credentials["Expiration"].timestamp() * 1000)
         lifetime = expires - int(self.clock() * 1000)
         if lifetime <= 0:  # never hand out an expired credential (this machine's clock is ahead of STS's)
-            raise ServiceUnavailableError(
+            raise ln.ServiceUnavailableError(
                 f"Credential vending: AssumeRole of {self.config.role_arn} answered credentials that have already "
                 "expired by this machine's clock"
             )

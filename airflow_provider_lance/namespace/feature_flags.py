@@ -1,25 +1,19 @@
-"""``__manifest`` feature flags: which readers and writers may touch a catalog.
-
-The ``__manifest`` table metadata holds two decimal u64 bitmasks, ``lance.namespace.manifest.reader_feature_flags``
-and ``...writer_feature_flags`` (absent = 0). An implementation refuses to read a catalog with a reader bit it
-does not know, and refuses to write one with an unknown writer bit (it still reads). Both this engine and the
-reference check them before every read and write.
+"""``__manifest`` feature flags: two decimal u64 bitmasks in the table metadata (absent = 0). An implementation
+refuses to read a catalog with a reader bit it does not know, and to write one with an unknown writer bit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lance_namespace import InternalError, UnsupportedOperationError
+import lance_namespace as ln
 
 READER_FLAGS_KEY = "lance.namespace.manifest.reader_feature_flags"
 WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
 
-# The catalog holds ``table_version`` rows. pylance 14's reference namespace fails every write on such rows
-# with an internal error; with a writer bit it does not know set, it refuses writes cleanly and keeps reading.
-# The newest reference defines no namespace manifest flag yet (its known masks are 0) and will take the low
-# bits first, so this engine uses a high bit, where an upstream flag with another meaning is least likely;
-# it is writer-only, since every reader reads table_version rows as ordinary rows.
+# The catalog holds ``table_version`` rows: pylance 14's reference fails every write on them with an internal
+# error, but refuses cleanly (and keeps reading) with a writer bit it does not know. The reference defines no
+# flag yet and will take the low bits first, so this is a high bit; writer-only, as readers read the rows.
 WRITER_FLAG_TABLE_VERSIONS = 1 << 48
 # What release 0.1.0 of this provider set for the same fact: understood, and replaced on the next flag update.
 LEGACY_WRITER_FLAG_TABLE_VERSIONS = 1
@@ -32,14 +26,14 @@ def flags(metadata: Mapping[str, str], key: str) -> int:
     try:
         return int(metadata.get(key, "0") or "0")
     except ValueError:
-        raise InternalError(f"Corrupt catalog: __manifest metadata {key}={metadata.get(key)!r}") from None
+        raise ln.InternalError(f"Corrupt catalog: __manifest metadata {key}={metadata.get(key)!r}") from None
 
 
 def check_readable(metadata: Mapping[str, str]) -> None:
     """Refuse a catalog that needs reader features this engine does not know."""
     unknown = flags(metadata, READER_FLAGS_KEY) & ~KNOWN_READER_FLAGS
     if unknown:
-        raise UnsupportedOperationError(
+        raise ln.UnsupportedOperationError(
             f"The __manifest table needs reader features {unknown} that this engine does not understand"
         )
 
@@ -48,15 +42,14 @@ def check_writable(metadata: Mapping[str, str]) -> None:
     """Refuse to modify a catalog written with writer features this engine does not know."""
     unknown = flags(metadata, WRITER_FLAGS_KEY) & ~KNOWN_WRITER_FLAGS
     if unknown:
-        raise UnsupportedOperationError(
+        raise ln.UnsupportedOperationError(
             f"The __manifest table was written with writer feature flags {unknown} that this engine "
             "does not understand; upgrade to modify this catalog"
         )
 
 
 def with_writer_flag(metadata: Mapping[str, str], flag: int) -> dict[str, str] | None:
-    """The metadata update that sets writer ``flag`` (replacing the legacy bit), or None when nothing
-    changes."""
+    """The metadata update that sets writer ``flag`` (replacing the legacy bit), None when nothing changes."""
     current = flags(metadata, WRITER_FLAGS_KEY)
     wanted = (current & ~LEGACY_WRITER_FLAG_TABLE_VERSIONS) | flag
     return None if wanted == current else {WRITER_FLAGS_KEY: str(wanted)}

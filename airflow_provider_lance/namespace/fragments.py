@@ -1,12 +1,10 @@
-"""Appending rows to ``__manifest`` as one commit that conflicts with every concurrent change of its rows.
+"""The Lance commits of ``__manifest`` rows: the guarded append, the Update of a repoint, the rewrites.
 
-A pylance ``merge_insert`` makes a concurrent duplicate fail by joining the new keys against the whole table:
-6-10 ms per write on a catalog of a few thousand rows. An insert whose ids the writer has already checked
-against version N needs no join, only the guarantee that nobody changed the rows after N. An ``Append`` gives
-none (pylance rebases it over anything); a ``Merge`` of "every fragment of N plus the new one" does: it
-conflicts with every concurrent Append, Delete, Update, Merge, Rewrite (compaction) and Overwrite (the
-reference's copy-on-write rewrite), and with ``max_retries=0`` such a conflict fails the commit instead of
-rebasing it. The data file is written once; a retry on the next version only commits it again.
+A pylance ``merge_insert`` fails a concurrent duplicate by joining the new keys against the whole table: 6-10
+ms per write at a few thousand rows. An insert whose ids were checked against version N needs only the
+guarantee that nobody changed the rows after N: an ``Append`` gives none (pylance rebases it), a ``Merge`` of
+"every fragment of N plus the new one" with ``max_retries=0`` fails on any concurrent commit. The data file is
+written once; a retry on the next version only commits it again.
 """
 
 from __future__ import annotations
@@ -64,10 +62,9 @@ def _number(dataset: lance.LanceDataset, fragments: list[FragmentMetadata]) -> N
 def fragments_holding(
     dataset: lance.LanceDataset, object_ids: set[str], max_rows: int
 ) -> tuple[list[int], list[FragmentMetadata], pa.Table] | None:
-    """How to take the rows of ``object_ids`` out of ``dataset``'s version, newest fragments first: a fragment of
-    at most ``max_rows`` rows is removed and its other rows kept (to be written again), a larger one gets a
-    deletion vector (written now, referenced once committed). (removed fragment ids, updated fragments, kept
-    rows); None when some row is in none of them."""
+    """How to take the rows of ``object_ids`` out of ``dataset``'s version, newest fragments first: (fragments
+    of at most ``max_rows`` rows removed, larger ones with a new deletion vector, the removed fragments' other
+    rows to write again); None when some row is in none of them."""
     removed: list[int] = []
     updated: list[FragmentMetadata] = []
     kept: list[pa.Table] = []
@@ -104,11 +101,9 @@ def commit_update(
     fragments: list[FragmentMetadata],
     storage_options: dict[str, str] | None,
 ) -> lance.LanceDataset:
-    """Remove the fragments ``removed``, replace ``updated`` (new deletion vectors) and add ``fragments``: a Lance
-    *Update*. Lance rebases it over a concurrent commit it finds compatible (a plain append of other rows: the
-    rows it replaces exist, no duplicate check is at stake) and numbers the new fragments then; with no retries
-    it fails on a guarded append (:func:`commit_append`) or a change of these fragments, and the caller retries
-    on the new version."""
+    """Remove the fragments ``removed``, replace ``updated`` and add ``fragments``: a Lance *Update*, rebased over
+    a compatible concurrent commit (an append of other rows), failing on a guarded append or a change of these
+    fragments (the caller retries on the new version)."""
     return lance.LanceDataset.commit(
         dataset,
         lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=fragments),
@@ -122,10 +117,8 @@ def commit_rewrite(
     dataset: lance.LanceDataset, fragments: list[FragmentMetadata], storage_options: dict[str, str] | None
 ) -> lance.LanceDataset:
     """Replace every fragment of ``dataset``'s version by ``fragments`` (its rows rewritten) as exactly the next
-    version: a copy-on-write compaction, the reference's own way of writing. An Overwrite fails on any
-    concurrent commit, where a Lance *Rewrite* (``compact_files``) would fail on every guarded append that
-    commits during its much longer read-and-rewrite. Scalar indices of the table (the reference builds them)
-    are dropped, as the reference's rewrite does before building new ones."""
+    version, as the reference writes: an Overwrite, which fails on any concurrent commit (a *Rewrite* would fail
+    every guarded append during its long read-and-rewrite). Scalar indices are dropped, as the reference does."""
     return lance.LanceDataset.commit(
         dataset,
         lance.LanceOperation.Overwrite(dataset.schema, fragments),

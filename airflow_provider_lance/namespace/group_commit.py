@@ -1,15 +1,8 @@
-"""What a group commit commits: the ``__manifest`` writes that threads of one instance make at the same time, in
-one commit (who leads a group and who waits: writers_turn.py). Each request has its own answer (a result or an
-error: a duplicate id fails only the request that holds it).
-
-Validation is per request, in queue order, against the version the commit goes on top of plus the requests
-before it in the group: of two requests of one id in a group, the first wins and the second fails alone, as if
-they had committed one after the other. A request is one unit: all of its rows land or none does (a
-BatchCreateTableVersions stays atomic inside a group).
-
-Inserts of a group are one guarded append (fragments.py); upserts (repointing ``table_version`` rows) one
-merge-insert; deletes one Lance delete of the union of their filters, each request counting the rows only it
-removed.
+"""What a group commit commits (who leads and who waits: writers_turn.py): concurrent ``__manifest`` writes of
+one instance in one commit, each request answered on its own, as if they had committed one after the other (of
+two inserts of one id the first wins, the second fails alone). A request is one unit: all of its rows land or
+none does. Inserts are one guarded append (fragments.py), deletes one Lance delete of the union of their
+selections, each request counting the rows only it removed.
 """
 
 from __future__ import annotations
@@ -46,13 +39,12 @@ class NothingToCommit(Exception):
     """Every request of a group was answered without a commit (all failed, or nothing to delete)."""
 
 
-INSERT, UPSERT, DELETE = "insert", "upsert", "delete"
+INSERT, DELETE = "insert", "delete"
 
 
 @dataclass
 class _Written:
-    """The data file of a group's inserts, written once and committed again on each retry while the
-    requests it holds stay the same."""
+    """The data file of a group's inserts, committed again on each retry while its requests stay the same."""
 
     requests: list[Request] = field(default_factory=list)
     fragments: list[FragmentMetadata] = field(default_factory=list)
@@ -66,15 +58,9 @@ class _Written:
 
 @dataclass
 class InsertGroup:
-    """One commit of a group of inserts: a guarded append (fragments.py) of every request that is not a
-    duplicate of a row of the version it goes on top of or of an earlier request of the group. When the
-    maintenance policy would compact right after it with a rewrite of every row, the commit is that rewrite
-    (``maintenance.rewrite_due``): the version's rows and the new ones in one file, as one Overwrite.
-
-    :param group: the requests, in queue order.
-    :param storage: where a data file no version took is deleted.
-    :param storage_options: what pylance writes with.
-    :param policy: when ``__manifest`` compacts.
+    """One commit of a group of inserts: a guarded append of every request that duplicates no row of the version
+    below nor an earlier request; when a compaction that rewrites every row would follow at once, the commit is
+    that rewrite (``maintenance.rewrite_due``). ``group``: the requests, in queue order.
     """
 
     group: list[Request]
@@ -85,8 +71,7 @@ class InsertGroup:
     _written: _Written = field(default_factory=_Written)
 
     def prepare(self, snapshot: Snapshot) -> None:
-        """Write the data file of every request before the writers' turn (only the commit needs it): usually
-        none of them is a duplicate and the file is committed as it is."""
+        """Write the data file before the writers' turn: usually no request is a duplicate and it commits as is."""
         dataset = snapshot.private()
         base = snapshot if maintenance.rewrite_due(dataset, self.policy) else None
         self._write([request for request in self.group if not request.answered], dataset, base)
@@ -129,7 +114,6 @@ class InsertGroup:
         return commit(dataset, written.fragments, self.storage_options), None
 
     def change(self, index: RowIndex) -> RowIndex:
-        """The cached rows after the commit: the accepted requests' rows appended."""
         return index.appended(pa.concat_tables([request.rows for request in self._written.requests]))
 
     def abandon(self) -> None:
@@ -138,44 +122,9 @@ class InsertGroup:
 
 
 @dataclass
-class UpsertGroup:
-    """One commit of a group of upserts (rows replaced by id): one pylance merge-insert of every request's rows
-    (of an id in several requests, the last one's row).
-
-    :param group: the requests, in queue order.
-    :param conflict_retries: how often pylance retries the merge-insert on a conflict.
-    """
-
-    group: list[Request]
-    conflict_retries: int
-    seen: Snapshot | None = None
-
-    def rows(self) -> pa.Table:
-        data = pa.concat_tables([request.rows for request in self.group])
-        ids = data["object_id"].to_pylist()
-        last = {oid: position for position, oid in enumerate(ids)}
-        return data if len(last) == len(ids) else data.take(sorted(last.values()))
-
-    def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-        """One commit attempt on top of ``snapshot``."""
-        self.seen = snapshot
-        builder = dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
-        builder.conflict_retries(self.conflict_retries).execute(self.rows())
-        return dataset, None
-
-    def change(self, index: RowIndex) -> RowIndex:
-        """The cached rows after the commit."""
-        data = self.rows()
-        return index.filtered(pc.invert(pc.is_in(index.table["object_id"], data["object_id"]))).appended(data)
-
-
-@dataclass
 class DeleteGroup:
-    """One commit of a group of deletes: one Lance delete of the union of the filters. Each request counts the
-    rows it removed that no earlier request of the group removed (exactly one of two deletes of a row sees 1).
-
-    :param group: the requests, in queue order.
-    :param conflict_retries: how often pylance retries the delete on a conflict.
+    """One commit of a group of deletes: one Lance delete of the union of the selections. Each request counts
+    the rows no earlier request of the group removed (exactly one of two deletes of a row sees 1).
     """
 
     group: list[Request]
@@ -230,10 +179,9 @@ def commit_group(
     policy: MaintenancePolicy,
 ) -> Any:
     """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); ``snapshot``: the
-    latest version known (None without ``__manifest``), to write data files on before the commit.
-    Returns the version the last attempt worked on (the answers of a group that needed no commit were found
-    there)."""
-    writes: InsertGroup | UpsertGroup | DeleteGroup
+    latest version known (None without ``__manifest``), to write data files on before the commit. Returns the
+    version the last attempt worked on (where a group that needed no commit found its answers)."""
+    writes: InsertGroup | DeleteGroup
     if group[0].kind == INSERT:
         writes = inserts = InsertGroup(group, storage, storage.options or None, policy)
         try:
@@ -245,7 +193,7 @@ def commit_group(
             if not isinstance(error, NothingToCommit):
                 raise
     else:
-        writes = (UpsertGroup if group[0].kind == UPSERT else DeleteGroup)(group, conflict_retries)
+        writes = DeleteGroup(group, conflict_retries)
         with contextlib.suppress(NothingToCommit):
             commit(writes.write, writes.change)
     return writes.seen

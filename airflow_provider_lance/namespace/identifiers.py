@@ -1,6 +1,5 @@
-"""Pure naming rules: identifiers and object ids (seed 000, "Object Mapping"), table locations, and the keys
-of manifest files (seed 003, "Manifest Naming Schemes"). No I/O: every rule of the storage format that is a
-function of names is here, testable on its own."""
+"""Every naming rule of the storage format, without I/O: identifiers and object ids (seed 000, "Object
+Mapping"), table locations, URI escaping, pages of names, manifest file names (seed 003)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import secrets
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 
-from lance_namespace import InvalidInputError
+import lance_namespace as ln
 
 DELIMITER = "$"
 TABLE_SUFFIX = ".lance"
@@ -33,30 +32,28 @@ _FORBIDDEN_CHARACTERS = (DELIMITER, "/", "\\")
 
 
 def validate_identifier(parts: object, kind: str, allow_root: bool = False) -> list[str]:
-    """Return ``parts`` as a list, or raise InvalidInput naming the offending part.
-
-    Stricter than the reference on purpose: a ``$`` would collide with the object-id delimiter, a ``/`` or
-    ``\\`` or ``.``/``..`` would escape the table directory, and control characters break listings.
-    """
+    """Return ``parts`` as a list, or raise InvalidInput naming the offending part. Stricter than the reference
+    on purpose: ``$`` is the object-id delimiter, ``/``, ``\\``, ``.``, ``..`` would escape the table directory,
+    and control characters break listings."""
     if parts is None:
         parts = []
     if isinstance(parts, str) or not isinstance(parts, (list, tuple)):
-        raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: expected a list of strings")
+        raise ln.InvalidInputError(f"Invalid {kind} identifier {parts!r}: expected a list of strings")
     if not parts and not allow_root:
-        raise InvalidInputError(f"Invalid {kind} identifier: it must not be empty")
+        raise ln.InvalidInputError(f"Invalid {kind} identifier: it must not be empty")
     for part in parts:
         if not isinstance(part, str):
-            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not a string")
+            raise ln.InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not a string")
         if part in _FORBIDDEN_PARTS:
-            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not allowed")
+            raise ln.InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} is not allowed")
         if any(ch in part for ch in _FORBIDDEN_CHARACTERS):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Invalid {kind} identifier {parts!r}: part {part!r} contains one of '$', '/', '\\'"
             )
         if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in part):
-            raise InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} has control characters")
+            raise ln.InvalidInputError(f"Invalid {kind} identifier {parts!r}: part {part!r} has control characters")
         if len(part.encode()) > MAX_PART_BYTES:
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Invalid {kind} identifier: part '{part[:32]}...' is longer than {MAX_PART_BYTES} bytes"
             )
     return list(parts)
@@ -82,40 +79,41 @@ def v1_location(table_name: str) -> str:
     return table_name + TABLE_SUFFIX
 
 
-def hashed_location(table_parts: Sequence[str]) -> str:
-    """Manifest location ``<8 hex>_<object id>``; the prefix spreads keys over object-store partitions."""
+def table_location(table_parts: Sequence[str], dir_listing_enabled: bool) -> str:
+    """Where a new table lives, relative to the root (seed 000, DeclareTable step 2): a root table in
+    compatibility mode at ``<name>.lance``, else at ``<8 hex>_<object id>`` (the prefix spreads keys over
+    object-store partitions)."""
+    if dir_listing_enabled and len(table_parts) == 1:
+        return v1_location(table_parts[0])
     name = f"{secrets.token_hex(4)}_{object_id(table_parts)}"
     if len(name.encode()) > MAX_DIRECTORY_NAME_BYTES:
-        raise InvalidInputError(
+        raise ln.InvalidInputError(
             f"Invalid table identifier: '{object_id(table_parts)[:48]}...' is too long for a table directory"
         )
     return name
 
 
-def table_location(table_parts: Sequence[str], dir_listing_enabled: bool) -> str:
-    """Where a new table lives, relative to the root (seed 000, DeclareTable step 2)."""
-    if dir_listing_enabled and len(table_parts) == 1:
-        return v1_location(table_parts[0])
-    return hashed_location(table_parts)
-
-
 def validate_relative_location(location: object) -> str:
     """A location given by a caller (RegisterTable): relative to the root, no scheme, no escape."""
     if not isinstance(location, str) or not location.strip("/"):
-        raise InvalidInputError(f"Invalid location {location!r}: expected a path relative to the root")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: expected a path relative to the root")
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in location):
-        raise InvalidInputError(f"Invalid location {location!r}: control characters are not allowed")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: control characters are not allowed")
     if "://" in location:
-        raise InvalidInputError(f"Invalid location {location!r}: Absolute URIs are not allowed (relative to the root)")
+        raise ln.InvalidInputError(
+            f"Invalid location {location!r}: Absolute URIs are not allowed (relative to the root)"
+        )
     if location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
-        raise InvalidInputError(f"Invalid location {location!r}: Absolute paths are not allowed (relative to the root)")
+        raise ln.InvalidInputError(
+            f"Invalid location {location!r}: Absolute paths are not allowed (relative to the root)"
+        )
     parts = location.rstrip("/").split("/")
     if any(part == ".." for part in parts):
-        raise InvalidInputError(f"Invalid location {location!r}: Path traversal is not allowed")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: Path traversal is not allowed")
     if any(part in _FORBIDDEN_PARTS or "\\" in part for part in parts):
-        raise InvalidInputError(f"Invalid location {location!r}: empty or '.' segments are not allowed")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: empty or '.' segments are not allowed")
     if parts[0] == MANIFEST_DIR:
-        raise InvalidInputError(f"Invalid location {location!r}: '{MANIFEST_DIR}' is reserved")
+        raise ln.InvalidInputError(f"Invalid location {location!r}: '{MANIFEST_DIR}' is reserved")
     return "/".join(parts)
 
 
@@ -139,10 +137,10 @@ def paginate(names: Iterable[str], page_token: str | None, limit: int | None) ->
 
 
 def paginate_sorted(names: Iterator[str], limit: int | None) -> tuple[list[str], str | None]:
-    """A page of distinct names already in byte order and after the page token: cut at ``limit`` (reading
-    one name past it, no further); a next token only when more remain."""
+    """A page of distinct names already in byte order and after the page token: cut at ``limit`` (reading one
+    name past it); a next token only when more remain."""
     if limit is not None and limit < 0:
-        raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
+        raise ln.InvalidInputError(f"Invalid limit {limit}: it must not be negative")
     ordered = list(names if limit is None else itertools.islice(names, limit + 1))
     if limit is None or len(ordered) <= limit:
         return ordered, None
@@ -153,7 +151,7 @@ def paginate_sorted(names: Iterator[str], limit: int | None) -> tuple[list[str],
 def check_version(value: object, name: str = "version", minimum: int = 1) -> int:
     """A version number from a request: an integer in ``[minimum, MAX_VERSION]``, else InvalidInput."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_VERSION:
-        raise InvalidInputError(f"Invalid {name} {value!r}: expected an integer from {minimum} to {MAX_VERSION}")
+        raise ln.InvalidInputError(f"Invalid {name} {value!r}: expected an integer from {minimum} to {MAX_VERSION}")
     return value
 
 

@@ -1,29 +1,18 @@
 """Maintenance of ``__manifest``: compaction and clean-up of old versions.
 
-Every catalog write is one Lance commit that adds a fragment (a data file), often a deletion file, a
-transaction file and a manifest version. Left alone, reads slow down with the number of fragments and every
-``checkout_latest`` lists an ever longer ``_versions/``. Two Lance operations undo that:
+Every catalog write adds a fragment, often a deletion file, a transaction file and a manifest version; left
+alone, reads slow down with the fragments and ``checkout_latest`` lists an ever longer ``_versions/``.
 
-* **compaction** (``ManifestTable.compact``) rewrites every row into one data file and materialises
-  deletions, as one copy-on-write commit taken in turn with the instance's writers: readers of older versions
-  keep reading the files those versions name, and a concurrent writer of another process either commits first
-  (the compaction retries on its version) or retries on the compacted one. A large catalog keeps its large
-  fragments (``LARGE_FRAGMENT_ROWS``) and rewrites only the small ones since, so that compaction costs the
-  same at a million tables as at a thousand;
-* **clean-up** (``cleanup_old_versions``) deletes manifests, transactions and data files that only old
-  versions use. It never removes the latest version, nor any version that was still the latest within the
-  time window (``DEFAULT_KEEP``, 10 minutes; see :func:`removable_versions`), so a running reader keeps the
-  version it checked out: an operation of this engine holds one for milliseconds, and a pylance reader
-  that holds an old version longer than the window is told so by a clear "not found" error, never by
-  wrong data. The rows objects of older versions (rows_store.py, S3) go at every maintenance run: only
-  the newest version's is ever read, and a reader that misses one opens the table instead.
+* **Compaction** (:func:`compact`) rewrites fragments as one copy-on-write commit in the writers' turn: readers
+  of older versions keep their files, a concurrent writer commits first or retries on the compacted version.
+  Large fragments stay, so compaction costs the same at a million tables as at a thousand.
+* **Clean-up** (``cleanup_old_versions``) never removes the latest version nor one that was the latest within
+  the window (:func:`removable_versions`): a reader that holds a version longer gets a clear "not found",
+  never wrong data. Older versions' rows objects (rows_store.py) go at every run.
 
-Both run automatically: :func:`maybe_maintain` is called by ``ManifestTable`` after every commit (one cheap
-check on the in-memory manifest: the new version number) with the namespace's :class:`MaintenancePolicy`
-(properties ``manifest_maintenance_every``, ``manifest_maintenance_fragments``, ``manifest_cleanup_every``).
-Exactly one writer, whichever process, commits a given version, so each threshold fires once.
-:func:`maintain_manifest` does the same on demand for the Airflow layer (an operator or a maintenance DAG)
-and reports what it did.
+:func:`maybe_maintain` runs after every commit with the namespace's :class:`MaintenancePolicy` (one writer
+commits a given version, so each threshold fires once); :func:`maintain_manifest` runs on demand for the
+Airflow layer and reports what it did.
 """
 
 from __future__ import annotations
@@ -55,23 +44,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_KEEP = MaintenancePolicy.keep  # the property manifest_cleanup_older_than_seconds's default
-# Readers (snapshots.py) trust "no manifest N+1 => N is the latest" only for REVALIDATE_AFTER after they last
-# saw N as the latest; a clean-up window shorter than this could remove N+1 under them, so none is accepted.
-# Compaction rewrites fragments below LARGE_FRAGMENT_ROWS (and those with DELETED_SHARE of their rows deleted):
-# a fragment this large holds rows of many commits already.
 _LOCK = threading.Lock()
 _RUNNING: set[str] = set()  # manifest URIs being maintained by this process
 
 
 def compact(manifest: _Manifest, retries: int | None = None) -> dict[str, int]:
-    """Rewrite the rows of ``__manifest`` into one data file, as one commit taken in turn with the instance's
-    writers; returns the fragments before and after. ``retries``: how often a lost race is retried (default:
-    the namespace's ``commit_retries``).
-
-    Every row is rewritten (``fragments.commit_rewrite``) while the table has no large fragment or has scalar
-    indices (the reference builds them; an Overwrite drops them, as the reference's own rewrite does). Else the
-    large fragments stay as they are and only the others are rewritten (``fragments.commit_compaction``): at a
-    million tables a rewrite of every row took 270 ms on every 8th commit."""
+    """Rewrite the rows of ``__manifest`` into one data file in the writers' turn; returns the fragments before
+    and after. ``retries``: of a lost race (default: ``commit_retries``). Every row is rewritten while the table
+    has no large fragment or has scalar indices (which an Overwrite drops, as the reference's rewrite does);
+    else only the small fragments (at a million tables a whole rewrite took 270 ms on every 8th commit)."""
     options = manifest.storage_options or None
     attempts: list[list[FragmentMetadata]] = []
 
@@ -106,9 +87,7 @@ def compact(manifest: _Manifest, retries: int | None = None) -> dict[str, int]:
 
 def rewrite_due(dataset: lance.LanceDataset, policy: MaintenancePolicy) -> bool:
     """Whether an append on top of ``dataset`` would be followed at once by a compaction that rewrites every
-    row (:func:`maybe_maintain` at its version, :func:`compact` without large fragments or with indices). Such
-    a commit writes every row itself, as one Overwrite, instead of an append and then a rewrite: one commit
-    instead of two, on the path every catalog write takes (group_commit.InsertGroup)."""
+    row: such a commit is that rewrite instead (one commit instead of two; group_commit.InsertGroup)."""
     version = dataset.version + 1
     if policy.check_every <= 0 or version % policy.check_every:
         return False
@@ -154,20 +133,18 @@ def _compact(manifest: _Manifest, result: dict[str, Any], retries: int | None) -
 
 
 def removable_versions(storage: Storage, dataset: lance.LanceDataset, keep: timedelta) -> list[int]:
-    """Versions superseded more than ``keep`` ago. A reader holds the version that was the latest when it
-    checked out, so a version is safe to remove only once its *successor* is older than the window (Lance's
-    own ``older_than`` looks at the version's own age, which can remove a version that was the latest a
-    moment ago). The latest version has no successor and is never returned."""
+    """Versions superseded more than ``keep`` ago: a reader holds the version that was the latest when it
+    checked out, so a version goes only once its *successor* is older than the window (Lance's ``older_than``
+    looks at the version's own age). The latest version has no successor and is never returned."""
     committed = _commit_times(storage, dataset)
     now = datetime.now(UTC)
     return [current for (current, _), (_, stamp) in itertools.pairwise(committed) if now - stamp > keep]
 
 
 def _commit_times(storage: Storage, dataset: lance.LanceDataset) -> list[tuple[int, datetime]]:
-    """(version, commit time) of every version of ``__manifest``, oldest first: one listing of ``_versions/``
-    with each manifest's modification time. ``dataset.versions()`` reads every manifest for its timestamp (one
-    read per version, 40 ms for 300 local versions); only pylance's memory store, which fsspec cannot list,
-    needs it."""
+    """(version, commit time) of every version of ``__manifest``, oldest first, from one listing of
+    ``_versions/`` (``dataset.versions()`` reads every manifest: 40 ms for 300 local versions; only the memory
+    store, which fsspec cannot list, needs it)."""
     if storage.private:
         listed = [(int(item["version"]), item["timestamp"]) for item in dataset.versions()]
         return sorted((version, stamp.astimezone(UTC)) for version, stamp in listed)
@@ -211,9 +188,9 @@ def run(
     min_fragments: int = 2,
     retries: int | None = None,
 ) -> dict[str, Any]:
-    """Compact (when the table has at least ``min_fragments`` fragments) and clean up versions older than
-    ``keep`` on ``manifest``'s latest version; returns what was done. ``retries``: of a compaction that loses
-    a race with writers (default: the namespace's ``commit_retries``)."""
+    """:func:`maintain_manifest` on a ``__manifest`` table; ``retries``: of a compaction that loses a race."""
+    # Readers trust "no manifest N+1 => N is the latest" for REVALIDATE_AFTER (snapshots.py): a shorter window
+    # could remove N+1 under them.
     if cleanup and keep < REVALIDATE_AFTER:
         raise ValueError(
             f"The clean-up window must be at least {REVALIDATE_AFTER} (readers rely on recent versions staying "
@@ -241,11 +218,8 @@ def run(
 
 
 def maybe_maintain(manifest: _Manifest, version: int, policy: MaintenancePolicy) -> dict[str, Any] | None:
-    """The automatic trigger, called after every ``__manifest`` commit. Compaction is checked on every
-    ``policy.check_every``-th version (every commit lists every fragment, and a full read reads each); clean-up
-    runs on every ``policy.cleanup_every``-th (``checkout_latest`` lists ``_versions/``,
-    so its cost grows with the versions). Costs one in-memory version check otherwise; never raises (a write
-    has succeeded)."""
+    """The automatic trigger after every ``__manifest`` commit: compaction on every ``check_every``-th version,
+    clean-up on every ``cleanup_every``-th, else nothing. Never raises (the write has succeeded)."""
     try:
         compact = policy.check_every > 0 and version % policy.check_every == 0
         cleanup = policy.cleanup_every > 0 and version % policy.cleanup_every == 0
@@ -303,8 +277,8 @@ def maintain_manifest(
     older_than: timedelta = DEFAULT_KEEP,
     min_fragments: int = 2,
 ) -> dict[str, Any]:
-    """Compact ``__manifest`` and remove its versions older than ``older_than`` (never the latest, never one
-    inside the window that running readers may use). Safe while other processes read and write.
+    """Compact ``__manifest`` and remove its versions older than ``older_than`` (never the latest); safe while
+    other processes read and write.
 
     :param namespace: an ``airflow_provider_lance.namespace.DirectoryNamespace``.
     :param compact: rewrite small fragments into one (when there are at least ``min_fragments``).

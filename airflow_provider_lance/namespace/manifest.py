@@ -1,10 +1,9 @@
 """The ``__manifest`` table (seed 000, V2): a Lance table with one row per namespace, table and table version.
 
-Reads scan the latest version. Inserts check their ids against the version they commit on top of and commit
-as exactly its next version (fragments.py): of concurrent inserts of one id, one wins and the others find it on
-their retry. Replacements are pylance merge-inserts keyed on ``object_id``; deletes are pylance deletes.
-Inserts, upserts and deletes that threads make at the same time are committed together (group_commit.py). The
-table is created on the first write, never by a read, so read-only credentials can list and describe.
+Inserts check their ids against the version they commit on top of and commit as exactly its next version
+(fragments.py): of concurrent inserts of one id, one wins and the others find it on their retry. Replacements
+are merge-inserts keyed on ``object_id``. The table is created on the first write, never by a read, so
+read-only credentials can list and describe.
 """
 
 from __future__ import annotations
@@ -19,19 +18,17 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import lance
+import lance_namespace as ln
 from lance.commit import CommitConflictError
-from lance_namespace import ConcurrentModificationError
 
 from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
-from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, UPSERT, DuplicateObjectError, commit_group
+from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, DuplicateObjectError, commit_group
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.manifest_rows import (
-    NO_VERSIONS,
     SCHEMA,
     ManifestRow,
     RowSelection,
-    VersionLine,
     rows_table,
 )
 from airflow_provider_lance.namespace.row_index import RowIndex
@@ -46,34 +43,22 @@ _MATCHED_ROW = re.compile(r'found matching row with key values: object_id = "((?
 
 
 class ManifestTable:
-    """Reads and writes of ``<root>/__manifest``, safe for many threads on one instance.
-
-    Every operation works on one snapshot (see snapshots.py), checked out at its first read. A write commits
-    on a private copy of the dataset and publishes the result. A commit that conflicts with another writer's
-    (pylance rebases what it can; an Overwrite by the reference's copy-on-write rewrite it cannot) is retried
-    on the new latest version up to ``commit_retries`` times: the write's intent is re-applied there, so a
-    true conflict (the same object id) still fails as a duplicate, and only contention that outlasts the
-    retries becomes ConcurrentModification.
-
-    :param storage: the namespace storage (for the table URI and storage options).
-    :param commit_retries: how often a conflicting commit is retried.
-    :param maintenance_policy: when a commit triggers compaction and clean-up.
-    :param snapshots: the published snapshots, with where a new process finds rows (remote catalogs).
+    """Reads and writes of ``<root>/__manifest``, safe for many threads on one instance. Every operation works
+    on one snapshot (snapshots.py), checked out at its first read. A conflicting commit is retried on the new
+    latest version up to ``commit_retries`` times with its intent re-applied, so a true conflict (the same
+    object id) still fails as a duplicate and only contention that outlasts the retries is
+    ConcurrentModification. ``maintenance_policy``: when a commit triggers compaction and clean-up.
     """
 
     def __init__(
-        self,
-        storage: Storage,
-        commit_retries: int,
-        maintenance_policy: MaintenancePolicy | None = None,
-        snapshots: SnapshotStore | None = None,
+        self, storage: Storage, commit_retries: int, maintenance_policy: MaintenancePolicy, snapshots: SnapshotStore
     ) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self.storage_options = storage.options
         self.storage = storage
         self.commit_retries = commit_retries
-        self.maintenance_policy = maintenance_policy or MaintenancePolicy()
-        self._snapshots = snapshots or SnapshotStore(storage, storage.options)
+        self.maintenance_policy = maintenance_policy
+        self._snapshots = snapshots
         self._scope = threading.local()  # per thread: the operation's snapshot
         self._last_published: Snapshot | None = None  # by a commit of this instance
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
@@ -83,8 +68,8 @@ class ManifestTable:
 
     @contextmanager
     def operation(self) -> Iterator[None]:
-        """One namespace operation: the latest version is checked out once, at its first read (not at every
-        read of the operation); its own writes move it forward."""
+        """One namespace operation: the latest version is checked out once, at its first read; its own writes
+        move it forward."""
         depth = getattr(self._scope, "depth", 0)
         self._scope.depth = depth + 1
         if depth == 0:
@@ -96,8 +81,7 @@ class ManifestTable:
 
     # -- opening ----------------------------------------------------------------------------------------
     def _snapshot(self) -> Snapshot | None:
-        """The operation's snapshot (checked out now when the operation has none yet). Refuses catalogs with
-        reader features this engine does not know."""
+        """The operation's snapshot (checked out now if it has none). Refuses unknown reader features."""
         in_operation = getattr(self._scope, "depth", 0) > 0
         snapshot = getattr(self._scope, "snapshot", None) if in_operation else None
         if snapshot is None:
@@ -115,11 +99,9 @@ class ManifestTable:
         return snapshot.dataset if snapshot is not None else None
 
     def _create(self) -> Snapshot:
-        """Create the empty table as version 1, exclusively. ``write_dataset(mode="create")`` is not: a
-        creator that loses the race for version 1 retries as an *Overwrite* at the next version, which would
-        erase rows committed in between (measured: two "successful" creates of one table). A commit with no
-        retries either writes version 1 or fails, and a failure whose table now exists means another writer
-        created it first. (pylance 14 commits an empty Overwrite as data storage version 2.2.)"""
+        """Create the empty table as version 1, exclusively: ``write_dataset(mode="create")`` is not (a creator
+        that loses the race retries as an *Overwrite*, erasing rows committed in between: measured, two
+        "successful" creates of one table). A commit with no retries writes version 1 or fails."""
         try:
             dataset = lance.LanceDataset.commit(
                 self.uri,
@@ -147,11 +129,11 @@ class ManifestTable:
         snapshot = self._snapshot()
         return dict(snapshot.metadata) if snapshot is not None else {}
 
-    def _index(self, ordered: bool = False) -> RowIndex | None:
-        """Every row of the operation's snapshot, indexed by object id (read once per version); ``ordered``:
-        the caller walks ids in order."""
+    def index(self, ordered: bool = False) -> RowIndex:
+        """Every row of the operation's snapshot, indexed by object id (none without ``__manifest``);
+        ``ordered``: the caller walks ids in order (``RowIndex.child_names``)."""
         snapshot = self._snapshot()
-        return snapshot.index(ordered) if snapshot is not None else None
+        return snapshot.index(ordered) if snapshot is not None else RowIndex.of(rows_table([]))
 
     def query(self, where: str | None = None) -> list[ManifestRow]:
         """Rows matching a Lance SQL filter (all rows without one)."""
@@ -171,51 +153,13 @@ class ManifestTable:
 
     def children(self, prefix: str, object_type: str | None = None) -> list[ManifestRow]:
         """Rows whose object id starts with ``prefix`` (all descendants, not only direct children)."""
-        index = self._index()
-        rows = index.descendants(prefix, object_type).to_pylist() if index is not None else []
-        return [ManifestRow.from_arrow(row) for row in rows]
-
-    def has_children(self, prefix: str) -> bool:
-        """Whether any object id starts with ``prefix``."""
-        index = self._index()
-        return index is not None and index.has_descendants(prefix)
-
-    def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
-        """Names of the ``object_type`` rows one level below ``prefix``, in byte order, after ``after``
-        (lazy: see ``RowIndex.child_names``)."""
-        index = self._index(ordered=True)
-        return index.child_names(prefix, object_type, after) if index is not None else iter(())
-
-    def location_overlap(self, location: str) -> tuple[str, str] | None:
-        """A table whose location is ``location``, lies around or inside it: (its location, its object id)."""
-        index = self._index()
-        return index.location_overlap(location) if index is not None else None
-
-    def children_of(self, parents: Iterable[str], object_type: str) -> dict[str, list[ManifestRow]]:
-        """For each parent id, its rows of ``object_type`` one level below (``<parent>$<name>``)."""
-        index = self._index()
-        found = index.children_of(parents, object_type) if index is not None else {parent: [] for parent in parents}
-        return {parent: [ManifestRow.from_arrow(row) for row in rows] for parent, rows in found.items()}
-
-    def version_line(self, table_oid: str) -> VersionLine:
-        """The ``table_version`` rows of one table (``RowIndex.version_line``)."""
-        index = self._index()
-        return index.version_line(table_oid) if index is not None else NO_VERSIONS
-
-    def child_ids(self, prefix: str, object_type: str | None = None) -> list[str]:
-        """The object ids of :meth:`children` (no row objects: cheap for long listings)."""
-        index = self._index()
-        return index.descendants(prefix, object_type)["object_id"].to_pylist() if index is not None else []
+        return [ManifestRow.from_arrow(row) for row in self.index().descendants(prefix, object_type).to_pylist()]
 
     # -- writes -----------------------------------------------------------------------------------------
     def insert(self, rows: list[ManifestRow], replacing: str | None = None) -> None:
-        """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists.
-        ``replacing``: a filter of rows deleted in the same commit (a rename, BatchCommitTables).
-
-        A plain insert joins the group commit of this instance (group_commit.py): it lands together with the
-        inserts other threads make at the same time, as one guarded append, and still fails alone if one of
-        its ids exists. An insert that also deletes is a pylance merge-insert keyed on ``object_id``, committed
-        on its own."""
+        """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists. A plain insert
+        joins the group commit of this instance (group_commit.py); ``replacing``, a filter of rows deleted in
+        the same commit (a rename, BatchCommitTables), makes it a merge-insert committed on its own."""
         data = rows_table(rows)
         ids = data["object_id"].to_pylist()
         duplicate = next((oid for oid, count in Counter(ids).items() if count > 1), None)
@@ -239,8 +183,8 @@ class ManifestTable:
             raise
 
     def insert_each(self, rows: list[ManifestRow]) -> list[BaseException | None]:
-        """Each row as an insert of its own, all queued at once so that they share a group commit (what many
-        threads' :meth:`insert` calls do, from one thread); each one's error (None: inserted)."""
+        """Each row as an insert of its own, queued at once to share a group commit; each one's error (None:
+        inserted)."""
         requests = [Request(INSERT, rows=rows_table([row])) for row in rows]
         self._answer(requests)
         return [request.error for request in requests]
@@ -254,7 +198,7 @@ class ManifestTable:
 
     def _answer(self, requests: list[Request]) -> None:
         """Queue ``requests`` in the group commit until each is answered; the operation goes on at the version
-        that answered the last (its own writes included)."""
+        that answered the last."""
         self._writers.group.submit_many(requests)
         if requests and requests[-1].snapshot is not None and getattr(self._scope, "depth", 0):
             self._scope.snapshot = requests[-1].snapshot
@@ -267,30 +211,23 @@ class ManifestTable:
         for request in group:  # the version that answered them: the commit's, or the one found to hold a duplicate
             request.snapshot = getattr(self._scope, "published", None) or seen
 
-    def replace_table(self, table_oid: str, rows: list[ManifestRow]) -> None:
-        """Insert ``rows`` and delete the table's row and ``table_version`` rows in one commit (a rename);
-        DuplicateObjectError (nothing written) if any new id exists."""
-        self.insert(rows, replacing=RowSelection.table_and_versions(table_oid).sql())
-
     def upsert(self, rows: list[ManifestRow]) -> None:
-        """Replace rows by id (used to repoint ``table_version`` rows at finalized manifests), in the group
-        commit of this instance."""
-        self._submit(Request(UPSERT, rows=rows_table(rows)))
+        """Replace rows by id in one merge-insert (a namespace's new properties; a repoint whose row is gone)."""
+        data = rows_table(rows)
 
-    def delete(self, selection: RowSelection | str) -> int:
-        """Delete the selected rows in one commit; returns how many were deleted. A :class:`RowSelection` joins
-        the group commit of this instance (group_commit.py) and counts only the rows no earlier delete of its
-        group removed; a Lance SQL filter is committed alone."""
+        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+            builder = dataset.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
+            builder.conflict_retries(self.commit_retries).execute(data)
+            return dataset, None
+
+        self.commit(write, lambda index: index.replaced(data))
+
+    def delete(self, selection: RowSelection) -> int:
+        """Delete the selected rows in the group commit of this instance (group_commit.py); returns how many
+        rows no earlier delete of its group removed."""
         if self._snapshot() is None:
             return 0
-        if isinstance(selection, RowSelection):
-            return int(self._submit(Request(DELETE, selection=selection)))
-
-        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, Any]:
-            return dataset, dataset.delete(selection, conflict_retries=self.commit_retries)
-
-        result = self.commit(write)
-        return int(result.get("num_deleted_rows", 0)) if isinstance(result, dict) else 0
+        return int(self._submit(Request(DELETE, selection=selection)))
 
     def delete_object(self, object_id: str, object_type: str) -> int:
         """Delete one object's row; returns 1, or 0 when it was not there."""
@@ -320,69 +257,46 @@ class ManifestTable:
         maintain: bool = True,
         retries: int | None = None,
     ) -> _T:
-        """The one place every ``__manifest`` write passes: ``write`` commits on a private copy of the latest
-        snapshot and returns the committed dataset (and its result), which is published. A conflicting commit
-        is retried on the new latest version.
-        ``change``: how the commit changed the rows, applied to the indexed rows when the commit is exactly the
-        next version (no other writer in between) instead of scanning and indexing the table again. Maintenance
-        (compaction, clean-up of old versions) runs when a commit crosses its threshold, unless ``maintain`` is
-        false; ``retries``: how often a conflict is retried (default: ``commit_retries``).
-
-        Threads of this instance take turns (they would only conflict with each other); a thread starts from
-        the snapshot this instance published last when that is newer than the one its operation checked out,
-        and from the latest version after another process of the machine held the turn."""
+        """The one place every ``__manifest`` write passes, in the writers' turn: ``write`` commits on a private
+        copy of the latest snapshot and returns the committed dataset (and its result), which is published.
+        ``change``: how the commit changed the rows (they are derived, not read again: ``Snapshot._rows``).
+        ``maintain``: run maintenance when a threshold is crossed; ``retries``: default ``commit_retries``.
+        A thread starts from this instance's last commit when it is newer than its operation's snapshot, and
+        from the latest version after another process held the machine turn."""
+        retries = self.commit_retries if retries is None else retries
         with self._writers.hold() as another_process:
             mine, last = getattr(self._scope, "snapshot", None), self._last_published
             if another_process:
                 self._scope.snapshot = None
-            elif _newer(last, mine):
-                self._scope.snapshot = last
-            return self._commit_attempts(write, change, maintain, retries)
-
-    def _commit_attempts(
-        self,
-        write: Callable[[Snapshot, lance.LanceDataset], tuple[lance.LanceDataset, _T]],
-        change: Callable[[RowIndex], RowIndex] | None,
-        maintain: bool,
-        retries: int | None,
-    ) -> _T:
-        retries = self.commit_retries if retries is None else retries
-        for attempt in range(retries + 1):
-            snapshot = self._snapshot() or self._create()
-            feature_flags.check_writable(snapshot.metadata)
-            try:
-                dataset, result = write(snapshot, snapshot.private())
-            except (OSError, ValueError, RuntimeError) as error:
-                self._scope.snapshot = None  # the next read must see the winning writer's rows
-                if not _is_commit_conflict(error):
-                    raise
-                if attempt == retries:
-                    raise ConcurrentModificationError(
-                        f"__manifest commit still conflicting after {retries} retries: {error}"
-                    ) from error
-                if attempt:
-                    # back off, de-synchronised
-                    time.sleep(random.uniform(0, COMMIT_BACKOFF_SECONDS * 2 ** min(attempt, 5)))
-                continue
-            published = Snapshot.of(dataset, check=self._snapshots.check).follows(snapshot, change)
-            self._publish(published)
-            if maintain:
-                maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
-            return result
+            elif mine and last and last.version > mine.version and last.verified_at >= mine.verified_at:
+                self._scope.snapshot = last  # published after mine was read (a re-created catalog starts over)
+            for attempt in range(retries + 1):
+                snapshot = self._snapshot() or self._create()
+                feature_flags.check_writable(snapshot.metadata)
+                try:
+                    dataset, result = write(snapshot, snapshot.private())
+                except (OSError, ValueError, RuntimeError) as error:
+                    self._scope.snapshot = None  # the next read must see the winning writer's rows
+                    if not _is_commit_conflict(error):
+                        raise
+                    if attempt == retries:
+                        raise ln.ConcurrentModificationError(
+                            f"__manifest commit still conflicting after {retries} retries: {error}"
+                        ) from error
+                    if attempt:  # back off, de-synchronised
+                        time.sleep(random.uniform(0, COMMIT_BACKOFF_SECONDS * 2 ** min(attempt, 5)))
+                    continue
+                published = Snapshot.of(dataset, check=self._snapshots.check).follows(snapshot, change)
+                self._publish(published)
+                if maintain:
+                    maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
+                return result
         raise AssertionError("unreachable")
 
 
-def _newer(last: Snapshot | None, mine: Snapshot | None) -> bool:
-    """Whether this instance's last commit is newer than the operation's snapshot: a higher version, published
-    after that snapshot was read (a catalog re-created since then restarts its versions)."""
-    return (
-        mine is not None and last is not None and last.version > mine.version and last.verified_at >= mine.verified_at
-    )
-
-
 def _is_commit_conflict(error: BaseException) -> bool:
-    """Whether a Lance commit failed only because another writer committed first, or its response was lost (the
-    next attempt finds it landed, as ``write`` recognises its own, or not): safe to re-apply."""
+    """Whether a Lance commit failed only because another writer committed first, or its response was lost
+    (``write`` recognises its own landed commit): safe to re-apply."""
     if isinstance(error, CommitConflictError) or is_lost_response(error):
         return True
     text = str(error).lower()

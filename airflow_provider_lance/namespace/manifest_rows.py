@@ -56,12 +56,8 @@ class ManifestRow:
 
 class VersionRows(Mapping[int, tuple[str, "str | None"]]):
     """A table's ``table_version`` rows by version number, (object id, metadata JSON) each, read from the Arrow
-    arrays only when asked (a line of 10,000 versions is a dict of numbers, not 20,000 Python strings).
-
-    :param positions: version number → position in ``ids`` and ``metadata``.
-    :param ids: the rows' object ids.
-    :param metadata: the rows' metadata.
-    """
+    arrays ``ids`` and ``metadata`` only when asked (10,000 versions are a dict of numbers, not 20,000
+    strings); ``positions``: version number → position in them."""
 
     def __init__(self, positions: dict[int, int], ids: pa.Array, metadata: pa.Array) -> None:
         self._positions, self._ids, self._metadata = positions, ids, metadata
@@ -82,12 +78,8 @@ class VersionRows(Mapping[int, tuple[str, "str | None"]]):
 
 @dataclass(frozen=True)
 class VersionLine:
-    """The ``table_version`` rows of one table in one index.
-
-    :param rows: the rows by version number.
-    :param staged: the versions whose row may still point at a staged manifest (a superset: exact check by
-        the caller), ascending.
-    :param latest: the highest version with a row (0 when none).
+    """The ``table_version`` rows of one table in one index: by version number; the versions whose row may
+    still point at a staged manifest (``staged``, a superset the caller checks, ascending); ``latest`` (0: none).
     """
 
     rows: Mapping[int, tuple[str, str | None]]
@@ -132,12 +124,10 @@ def rows_table(rows: list[ManifestRow]) -> pa.Table:
 
 @dataclass(frozen=True)
 class RowSelection:
-    """Rows of ``__manifest`` described once, for the two places that select them: :meth:`sql`, the Lance filter
-    a delete commits, and :meth:`mask`, the same rows over rows in memory (what the held rows lose, and what
-    each request of a group of deletes counts). A row is selected when its id is one of ``ids`` (if given),
-    starts with ``prefix`` (if given) and its type is ``object_type`` (if given); ``any_of``: the union of other
-    selections instead. ``starts_with`` and ``IN`` compare strings literally: a name's ``%`` or ``_`` is no
-    pattern (tests/namespace/test_manifest_rows.py checks that both select the same rows)."""
+    """Rows of ``__manifest`` described once: :meth:`sql`, the Lance filter a delete commits, and :meth:`mask`,
+    the same rows in memory (tests/namespace/test_manifest_rows.py checks they agree). A row is selected when
+    its id is one of ``ids``, starts with ``prefix`` and has type ``object_type`` (each if given); ``any_of``:
+    the union of other selections instead. Strings compare literally (a name's ``%`` or ``_`` is no pattern)."""
 
     ids: tuple[str, ...] = ()
     prefix: str | None = None

@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lance_namespace import (
-    BatchDeleteTableVersionsRequest,
-    BatchDeleteTableVersionsResponse,
-    DeclareTableRequest,
-    InvalidInputError,
-    LanceNamespace,
-)
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import batch_commit, commit, namespaces, rename, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
@@ -24,16 +18,11 @@ from airflow_provider_lance.namespace.data import branches, indices, reads, sche
 from airflow_provider_lance.namespace.operation import coerce_request, namespace_errors, operation
 
 
-class DirectoryNamespace(LanceNamespace):
-    """The Lance Directory Namespace over fsspec storage.
-
-    Construct it like the reference: ``DirectoryNamespace(root="s3://bucket/prefix", **{"storage.region": ...})``.
-    Properties: ``root``, ``manifest_enabled``, ``dir_listing_enabled``, ``table_version_management`` (or the
-    reference's ``table_version_tracking_enabled``), ``commit_retries``, ``manifest_maintenance_every``,
-    ``manifest_maintenance_fragments``, ``manifest_cleanup_every``, ``storage.*`` and ``credential_vendor.*``
-    (table-scoped STS credentials in responses, credentials.py). Construction touches no storage. Hand it to
-    another process by its class path, ``airflow_provider_lance.namespace.DirectoryNamespace``
-    (``lance_namespace.connect`` resolves that anywhere the package is installed).
+class DirectoryNamespace(ln.LanceNamespace):
+    """The Lance Directory Namespace over fsspec storage, constructed like the reference:
+    ``DirectoryNamespace(root="s3://bucket/prefix", **{"storage.region": ...})`` (properties: docs/engine.md).
+    Construction touches no storage. Another process finds it by its class path,
+    ``airflow_provider_lance.namespace.DirectoryNamespace`` (``lance_namespace.connect``).
     """
 
     def __init__(self, **properties: Any) -> None:
@@ -63,20 +52,20 @@ class DirectoryNamespace(LanceNamespace):
         parsed: list[Any] = []
         for request in requests:
             try:
-                parsed.append(coerce_request(request, DeclareTableRequest))
-            except InvalidInputError as error:
+                parsed.append(coerce_request(request, ln.DeclareTableRequest))
+            except ln.InvalidInputError as error:
                 parsed.append(error)
         valid = [request for request in parsed if not isinstance(request, BaseException)]
         with namespace_errors("declare_table", self.catalog.storage.root), self.catalog.manifest.operation():
             outcomes = iter(tables.declare_tables(self.catalog, valid))
         return [request if isinstance(request, BaseException) else next(outcomes) for request in parsed]
 
-    def batch_delete_versions_of_tables(self, requests: list[Any]) -> list[BatchDeleteTableVersionsResponse]:
+    def batch_delete_versions_of_tables(self, requests: list[Any]) -> list[ln.BatchDeleteTableVersionsResponse]:
         """BatchDeleteTableVersions for several tables in one call (models or dicts; one table per request):
         every request is checked before anything is deleted, then the manifests of every table go, then the
         rows of every table in one ``__manifest`` commit. Scheduled clean-up of many tables (the hook and
         ``LanceBatchDeleteTableVersionsOperator`` use it when the namespace offers it)."""
-        parsed = [coerce_request(request, BatchDeleteTableVersionsRequest) for request in requests]
+        parsed = [coerce_request(request, ln.BatchDeleteTableVersionsRequest) for request in requests]
         with (
             namespace_errors("batch_delete_table_versions", self.catalog.storage.root),
             self.catalog.manifest.operation(),

@@ -3,23 +3,7 @@ DropNamespace. Namespaces exist only in the manifest (V2); in directory-listing 
 
 from __future__ import annotations
 
-from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
-    DescribeNamespaceRequest,
-    DescribeNamespaceResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
-    InvalidInputError,
-    ListNamespacesRequest,
-    ListNamespacesResponse,
-    NamespaceAlreadyExistsError,
-    NamespaceExistsRequest,
-    NamespaceExistsResponse,
-    NamespaceNotEmptyError,
-    NamespaceNotFoundError,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog
@@ -34,14 +18,14 @@ DROP_FAIL, DROP_SKIP = "fail", "skip"
 RESTRICT, CASCADE = "restrict", "cascade"
 
 
-def create_namespace(catalog: Catalog, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+def create_namespace(catalog: Catalog, request: ln.CreateNamespaceRequest) -> ln.CreateNamespaceResponse:
     """CreateNamespace (V2 only): check the parent, then merge-insert the namespace row."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
     mode = (request.mode or CREATE).lower()
     if mode not in (CREATE, *EXIST_OK, OVERWRITE):
-        raise InvalidInputError(f"Invalid mode '{request.mode}': expected create, exist_ok or overwrite")
+        raise ln.InvalidInputError(f"Invalid mode '{request.mode}': expected create, exist_ok or overwrite")
     if not parts:
-        raise NamespaceAlreadyExistsError("Namespace already exists: the root namespace always exists")
+        raise ln.NamespaceAlreadyExistsError("Namespace already exists: the root namespace always exists")
     catalog.require_manifest("CreateNamespace")
     oid = ids.object_id(parts)
     rows = catalog.rows(ids.object_id(parts[:-1]), oid)
@@ -49,11 +33,11 @@ def create_namespace(catalog: Catalog, request: CreateNamespaceRequest) -> Creat
     existing = rows.get(oid)
     if existing is not None:
         if existing.object_type != NAMESPACE:
-            raise NamespaceAlreadyExistsError(f"A table already uses the identifier '{oid}'")
+            raise ln.NamespaceAlreadyExistsError(f"A table already uses the identifier '{oid}'")
         if mode in EXIST_OK:
-            return CreateNamespaceResponse(properties=existing.metadata or {})
+            return ln.CreateNamespaceResponse(properties=existing.metadata or {})
         if mode == CREATE:
-            raise NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'")
+            raise ln.NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'")
     row = ManifestRow(oid, NAMESPACE, None, dict(request.properties or {}) or None)
     if existing is not None:  # overwrite: replace the properties
         catalog.manifest.upsert([row])
@@ -62,68 +46,68 @@ def create_namespace(catalog: Catalog, request: CreateNamespaceRequest) -> Creat
             catalog.insert_child(row, parts[:-1])
         except DuplicateObjectError:
             if mode in EXIST_OK:
-                return CreateNamespaceResponse(properties=catalog.manifest.get(oid).metadata or {})
-            raise NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'") from None
-    return CreateNamespaceResponse(properties=dict(request.properties) if request.properties else None)
+                return ln.CreateNamespaceResponse(properties=catalog.manifest.get(oid).metadata or {})
+            raise ln.NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'") from None
+    return ln.CreateNamespaceResponse(properties=dict(request.properties) if request.properties else None)
 
 
-def list_namespaces(catalog: Catalog, request: ListNamespacesRequest) -> ListNamespacesResponse:
+def list_namespaces(catalog: Catalog, request: ln.ListNamespacesRequest) -> ln.ListNamespacesResponse:
     """ListNamespaces: V1 has none; V2 lists namespace rows exactly one level below the parent."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
     if not catalog.config.manifest_enabled:
         if parts:
-            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
-        return ListNamespacesResponse(namespaces=[])
+            raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
+        return ln.ListNamespacesResponse(namespaces=[])
     catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
-    names = catalog.manifest.child_names(ids.child_prefix(parts), NAMESPACE, request.page_token)
+    names = catalog.manifest.index(ordered=True).child_names(ids.child_prefix(parts), NAMESPACE, request.page_token)
     page, token = ids.paginate_sorted(names, request.limit)
-    return ListNamespacesResponse(namespaces=page, page_token=token)
+    return ln.ListNamespacesResponse(namespaces=page, page_token=token)
 
 
-def describe_namespace(catalog: Catalog, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+def describe_namespace(catalog: Catalog, request: ln.DescribeNamespaceRequest) -> ln.DescribeNamespaceResponse:
     """DescribeNamespace: the namespace row's metadata as properties (the root has none)."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
     if not parts:
-        return DescribeNamespaceResponse(properties={})
+        return ln.DescribeNamespaceResponse(properties={})
     rows = catalog.rows(ids.object_id(parts))
     catalog.check_namespace(parts, rows)
-    return DescribeNamespaceResponse(properties=rows[ids.object_id(parts)].metadata or {})
+    return ln.DescribeNamespaceResponse(properties=rows[ids.object_id(parts)].metadata or {})
 
 
-def namespace_exists(catalog: Catalog, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+def namespace_exists(catalog: Catalog, request: ln.NamespaceExistsRequest) -> ln.NamespaceExistsResponse:
     """NamespaceExists: answers if it exists, raises NamespaceNotFound otherwise."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
     catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
-    return NamespaceExistsResponse()
+    return ln.NamespaceExistsResponse()
 
 
-def drop_namespace(catalog: Catalog, request: DropNamespaceRequest) -> DropNamespaceResponse:
+def drop_namespace(catalog: Catalog, request: ln.DropNamespaceRequest) -> ln.DropNamespaceResponse:
     """DropNamespace (V2 only): must exist and be empty, then its row is deleted. Cascade is refused."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
     mode = (request.mode or DROP_FAIL).lower()
     behavior = (request.behavior or RESTRICT).lower()
     if mode not in (DROP_FAIL, DROP_SKIP) or behavior not in (RESTRICT, CASCADE):
-        raise InvalidInputError(f"Invalid drop mode '{request.mode}' or behavior '{request.behavior}'")
+        raise ln.InvalidInputError(f"Invalid drop mode '{request.mode}' or behavior '{request.behavior}'")
     if behavior == CASCADE:
-        raise UnsupportedOperationError("DropNamespace with behavior 'cascade' is not supported")
+        raise ln.UnsupportedOperationError("DropNamespace with behavior 'cascade' is not supported")
     if not parts:
-        raise InvalidInputError("The root namespace cannot be dropped")
+        raise ln.InvalidInputError("The root namespace cannot be dropped")
     catalog.require_manifest("DropNamespace")
     oid = ids.object_id(parts)
     rows = catalog.rows(oid)
     try:
         catalog.check_namespace(parts, rows)
-    except NamespaceNotFoundError:
+    except ln.NamespaceNotFoundError:
         if mode == DROP_SKIP:
-            return DropNamespaceResponse()
+            return ln.DropNamespaceResponse()
         raise
-    if catalog.manifest.has_children(ids.child_prefix(parts)):
-        raise NamespaceNotEmptyError(f"Namespace not empty: '{oid}'")
+    if catalog.manifest.index().has_descendants(ids.child_prefix(parts)):
+        raise ln.NamespaceNotEmptyError(f"Namespace not empty: '{oid}'")
     deleted = catalog.manifest.delete_object(oid, NAMESPACE)
     if deleted == 0 and mode != DROP_SKIP:
-        raise NamespaceNotFoundError(f"Namespace not found: '{oid}' (dropped concurrently)")
-    if deleted and catalog.manifest.has_children(ids.child_prefix(parts)):
+        raise ln.NamespaceNotFoundError(f"Namespace not found: '{oid}' (dropped concurrently)")
+    if deleted and catalog.manifest.index().has_descendants(ids.child_prefix(parts)):
         # A child was added concurrently (see Catalog.insert_child): put the namespace back.
         catalog.manifest.insert([rows[oid]])
-        raise NamespaceNotEmptyError(f"Namespace not empty: '{oid}' (a child was added concurrently)")
-    return DropNamespaceResponse()
+        raise ln.NamespaceNotEmptyError(f"Namespace not empty: '{oid}' (a child was added concurrently)")
+    return ln.DropNamespaceResponse()

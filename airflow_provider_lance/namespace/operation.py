@@ -11,14 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import lance_namespace as ln
 import pydantic
-from lance_namespace import (
-    InternalError,
-    InvalidInputError,
-    LanceNamespaceError,
-    PermissionDeniedError,
-    ServiceUnavailableError,
-)
 
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
@@ -44,8 +38,8 @@ def coerce_request(request: Any, model: type[_Request]) -> _Request:
         try:
             return model.model_validate(request)
         except pydantic.ValidationError as error:
-            raise InvalidInputError(f"Invalid {model.__name__}: {error}") from None
-    raise InvalidInputError(f"Expected a {model.__name__} or a dict, got {type(request).__name__}")
+            raise ln.InvalidInputError(f"Invalid {model.__name__}: {error}") from None
+    raise ln.InvalidInputError(f"Expected a {model.__name__} or a dict, got {type(request).__name__}")
 
 
 @functools.cache
@@ -60,31 +54,30 @@ def _refuse_unknown_fields(request: dict[str, Any], model: type[pydantic.BaseMod
     known = _known_fields(model)
     unknown = sorted(key for key, value in request.items() if key not in known and value is not None)
     if unknown:
-        raise InvalidInputError(f"Unknown field(s) in the {model.__name__}: {', '.join(map(str, unknown))}")
+        raise ln.InvalidInputError(f"Unknown field(s) in the {model.__name__}: {', '.join(map(str, unknown))}")
 
 
 @contextmanager
 def namespace_errors(operation: str, root: str) -> Iterator[None]:
-    """Storage and pylance failures as ``lance_namespace`` errors: a root that cannot be a catalog (a file on
-    its path, a missing bucket) is InvalidInput naming it, a refusal PermissionDenied, a store that did not
-    answer ServiceUnavailable, anything else Internal."""
+    """Storage and pylance failures as ``lance_namespace`` errors: an unusable root InvalidInput naming it, a
+    refusal PermissionDenied, a store that did not answer ServiceUnavailable, anything else Internal."""
     try:
         yield
-    except LanceNamespaceError:
+    except ln.LanceNamespaceError:
         raise
     except Exception as error:
         problem = root_problem(error)
         if problem is not None:
-            raise InvalidInputError(f"{operation}: invalid property 'root' '{root}': {problem}") from None
+            raise ln.InvalidInputError(f"{operation}: invalid property 'root' '{root}': {problem}") from None
         if isinstance(error, PermissionError) or is_denied_error(error):
-            raise PermissionDeniedError(f"{operation}: permission denied on the root '{root}': {error}") from error
+            raise ln.PermissionDeniedError(f"{operation}: permission denied on the root '{root}': {error}") from error
         if is_transient_error(error):
-            raise ServiceUnavailableError(
+            raise ln.ServiceUnavailableError(
                 f"{operation}: the object store did not answer (throttled, connection lost) after retries. Nothing is "
                 f"half-done: the operation took effect or not; describe or list to see which, then retry: {error}"
             ) from error
         if isinstance(error, (OSError, ValueError, RuntimeError)):
-            raise InternalError(f"{operation} failed: {error}") from error
+            raise ln.InternalError(f"{operation} failed: {error}") from error
         raise
 
 

@@ -1,36 +1,22 @@
-"""RenameTable (beyond the reference, which answers "not supported"): give a manifest table another
-identifier, in the same namespace or another one, without moving its files.
-
-The rename is one ``__manifest`` commit: the new table row (same location, same properties) and the table's
-``table_version`` rows under the new id go in, the old rows go out, atomically; a taken name fails the
-whole commit. Root tables known only by directory listing (V1, no manifest row) have no row to rename and are
-refused: register them first.
+"""RenameTable (the reference answers "not supported"): one ``__manifest`` commit replaces a table's row and its
+``table_version`` rows by the same rows under the new id; its files do not move.
 """
 
 from __future__ import annotations
 
-from lance_namespace import (
-    RenameTableRequest,
-    RenameTableResponse,
-    TableAlreadyExistsError,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import versions
 from airflow_provider_lance.namespace.catalog import DEREGISTERED_MARKER, MARKER_CONTENT, Catalog
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
-from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION, ManifestRow
+from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION, ManifestRow, RowSelection
 
 
-def rename_table(catalog: Catalog, request: RenameTableRequest) -> RenameTableResponse:
-    """RenameTable: ``id`` becomes ``new_namespace_id`` (default: the same namespace) + ``new_table_name``.
-    TableAlreadyExists if the new name is taken, NamespaceNotFound if the target namespace does not exist,
-    Unsupported for tables without a manifest row. The location does not change.
-
-    In compatibility mode a root table whose directory is ``<old name>.lance`` also gets a
-    ``.lance-deregistered`` marker after the commit, so that the directory listing does not bring the old
-    name back."""
+def rename_table(catalog: Catalog, request: ln.RenameTableRequest) -> ln.RenameTableResponse:
+    """RenameTable: ``id`` becomes ``new_namespace_id`` (default: the same) + ``new_table_name``; Unsupported
+    for tables without a manifest row (register them first). A root ``<old name>.lance`` table also gets a
+    ``.lance-deregistered`` marker, so that the directory listing does not bring the old name back."""
     catalog.require_manifest("RenameTable")
     parts = ids.validate_identifier(request.id, "table")
     target = parts[:-1]
@@ -39,23 +25,23 @@ def rename_table(catalog: Catalog, request: RenameTableRequest) -> RenameTableRe
     new_parts = ids.validate_identifier([*target, request.new_table_name], "table")
     table = catalog.find_table(parts)
     if table.row is None:
-        raise UnsupportedOperationError(
+        raise ln.UnsupportedOperationError(
             f"Table '{table.object_id}' is known only by directory listing: register it before renaming it"
         )
     new_oid = ids.object_id(new_parts)
     rows = catalog.rows(ids.object_id(target), new_oid)
     catalog.check_namespace(target, rows)
     if new_oid in rows or new_parts == parts or catalog.v1_table(new_parts) is not None:
-        raise TableAlreadyExistsError(f"Table already exists: '{new_oid}'")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{new_oid}'")
     renamed = [ManifestRow(new_oid, TABLE, table.location, table.row.metadata)]
     renamed += [
         ManifestRow(ids.version_object_id(new_parts, version), TABLE_VERSION, None, row.metadata)
         for version, row in versions.version_rows(catalog, [table])[0].items()
     ]
     try:
-        catalog.manifest.replace_table(table.object_id, renamed)
+        catalog.manifest.insert(renamed, replacing=RowSelection.table_and_versions(table.object_id).sql())
     except DuplicateObjectError:
-        raise TableAlreadyExistsError(f"Table already exists: '{new_oid}'") from None
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{new_oid}'") from None
     if catalog.is_v1_location(table):
         catalog.storage.put_if_not_exists(f"{table.location}/{DEREGISTERED_MARKER}", MARKER_CONTENT)
-    return RenameTableResponse()
+    return ln.RenameTableResponse()

@@ -1,32 +1,23 @@
 """The rows of one ``__manifest`` version in memory, indexed by object id.
 
-Every operation looks rows up by id (its own, its parent's), lists a namespace's children or checks new ids
-against the table. Over all rows at once (a hash map of every id, a filter of every row) that costs time and
-memory in proportion to the catalog: seconds and hundreds of megabytes at a million tables. Here the rows stay
-the Arrow table they were read as (no copy, no Python object per row), in two parts:
+A hash map of every id or a filter of every row costs seconds and hundreds of megabytes at a million tables.
+Here the rows stay the Arrow table they were read as (no Python object per row), in two parts:
 
-* the *base*, indexed: its positions sorted by object id in UTF-8 byte order (the order names are listed in),
-  with the ids and types in that order. An id is a binary search over the sorted ids' offsets and bytes; a
-  namespace's descendants are one contiguous range (``<namespace>$`` up to ``<namespace>%``); a page of its
-  children walks the sorted ids from the page token, jumps over deeper subtrees and stops once the page is
-  full, without touching the rows.
-* the *tail*: rows appended since (this process's commits, other writers' new fragments), scanned vectorised.
-  Past ``TAIL_ROWS`` it is merged into the base (one pass over the base, no sort of it).
+* the *base*: its positions sorted by object id in UTF-8 byte order (the listing order), with the ids and
+  types in that order. An id is a binary search; a namespace's descendants are one range (``<namespace>$`` up
+  to ``<namespace>%``); a page of children walks the sorted ids from the page token, jumping over subtrees.
+* the *tail*: rows appended since, scanned vectorised, merged into the base past ``TAIL_ROWS``.
 
-A table read whole starts as all tail: a process that asks for a few ids (a sensor's poke, a task's few
-calls) scans for them and never pays the sort; the base is sorted at the first listing or after ``SORT_AFTER``
-scans (``Snapshot.index`` decides). Deletes filter the table and renumber the base's positions.
-
-An index is never changed once built: a commit derives the next version's (:meth:`RowIndex.appended`,
-:meth:`RowIndex.filtered`) and threads still reading the previous version keep theirs. Memory beyond the rows
-themselves: 4 bytes of position, 1 of type and a copy of the object id per row.
+A table read whole starts as all tail, so a process that asks for a few ids never pays the sort; the base is
+sorted at the first listing or after ``SORT_AFTER`` scans (``Snapshot.index``). An index never changes once
+built: a commit derives the next version's and threads still reading the previous version keep theirs. Memory
+beyond the rows: 4 bytes of position, 1 of type and a copy of the object id per row.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -43,12 +34,15 @@ from airflow_provider_lance.namespace.manifest_rows import (
     VersionLine,
     VersionRows,
 )
-from airflow_provider_lance.namespace.tuning import FIRST_WINDOW as _FIRST_WINDOW
-from airflow_provider_lance.namespace.tuning import LAST_WINDOW as _LAST_WINDOW
-from airflow_provider_lance.namespace.tuning import SORT_AT_ONCE, TAIL_ROWS
-from airflow_provider_lance.namespace.tuning import TAIL_CHUNKS as _TAIL_CHUNKS
-from airflow_provider_lance.namespace.tuning import TAIL_LISTINGS as _TAIL_LISTINGS
-from airflow_provider_lance.namespace.tuning import VERSION_LINES as _VERSION_LINES
+from airflow_provider_lance.namespace.tuning import (
+    FIRST_WINDOW,
+    LAST_WINDOW,
+    SORT_AT_ONCE,
+    TAIL_CHUNKS,
+    TAIL_LISTINGS,
+    TAIL_ROWS,
+    VERSION_LINES,
+)
 
 # A ``table_version`` row still pointing at a staged manifest (``<final name>-<suffix>``, the last path part of
 # its ``manifest_path``, then the closing quote of the JSON string): a candidate that the reader checks exactly.
@@ -60,10 +54,8 @@ _TYPES = pa.array([NAMESPACE, TABLE, TABLE_VERSION], pa.string())
 
 
 class _SortedIds:
-    """Sorted object ids as a sequence of bytes for :mod:`bisect`, read straight from the Arrow buffers.
-
-    :param ids: a string array (one chunk), sorted.
-    """
+    """Sorted object ids (a string array of one chunk) as a sequence of bytes for :mod:`bisect`, read straight
+    from the Arrow buffers."""
 
     def __init__(self, ids: pa.Array) -> None:
         self._length = len(ids)
@@ -119,8 +111,7 @@ class RowIndex:
 
     @classmethod
     def of(cls, table: pa.Table) -> RowIndex:
-        """Rows read whole: sorted now when that is cheap, else all tail until :meth:`merged` (no sort for a
-        process that asks for a few ids)."""
+        """Rows read whole: sorted now when that is cheap, else all tail until :meth:`merged`."""
         if table.num_rows <= SORT_AT_ONCE:
             return cls(table, table.num_rows, *_sorted(table, 0))
         empty = pa.array([], pa.int32())
@@ -204,33 +195,13 @@ class RowIndex:
         start, stop = self._range(prefix)
         return stop > start or self._tail_descendants(prefix, None).num_rows > 0
 
-    def children_of(self, parents: Iterable[str], object_type: str) -> dict[str, list[dict[str, Any]]]:
-        """For each parent object id, the rows of ``object_type`` one level below it (``<parent>$<name>``):
-        one range of the base per parent, one pass over the tail for all of them."""
-        found: dict[str, list[dict[str, Any]]] = {parent: [] for parent in parents}
-        for parent, rows in found.items():
-            prefix = parent + DELIMITER
-            below = self._base_descendants(prefix, object_type).to_pylist()
-            rows.extend(row for row in below if DELIMITER not in row["object_id"][len(prefix) :])
-        tail = self._tail_descendants("", object_type)
-        if found and tail.num_rows:
-            last = re.escape(DELIMITER)
-            parent_ids = pc.replace_substring_regex(tail["object_id"], pattern=f"{last}[^{last}]*$", replacement="")
-            mask = pc.and_(
-                pc.is_in(parent_ids, value_set=pa.array(list(found), pa.string())),
-                pc.not_equal(parent_ids, tail["object_id"]),  # an id without the delimiter has no parent
-            )
-            for parent, row in zip(parent_ids.filter(mask).to_pylist(), tail.filter(mask).to_pylist(), strict=True):
-                found[parent].append(row)
-        return found
-
     def version_line(self, table_oid: str) -> VersionLine:
-        """The table's ``table_version`` rows (``<table>$<number>``): one range of the sorted base (its ids
-        read in order, no gather of ids) and one filter of the tail, once per index and table."""
+        """The table's ``table_version`` rows (``<table>$<number>``): one range of the base and one filter of
+        the tail, once per index and table."""
         line = self._version_lines.get(table_oid)
         if line is None:
             line = self._read_version_line(table_oid)
-            if len(self._version_lines) >= _VERSION_LINES:
+            if len(self._version_lines) >= VERSION_LINES:
                 self._version_lines.clear()  # threads may race here: at worst a line is read again
             self._version_lines[table_oid] = line
         return line
@@ -268,9 +239,8 @@ class RowIndex:
         return VersionLine(VersionRows(by_number, oids, metadata), tuple(pending), max(by_number))
 
     def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
-        """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the
-        name without the delimiter), in UTF-8 byte order, those after ``after`` only. Lazy: a page reads
-        only as far as it needs."""
+        """The names of the rows of ``object_type`` one level below ``prefix`` in UTF-8 byte order, after
+        ``after`` only; lazy: a page reads only as far as it needs."""
         keys, names = self._tail_child_names(prefix, object_type)
         extra = names[bisect_right(keys, after.encode()) :] if after else names
         walk = self._base_child_names(prefix, _code(object_type), after)
@@ -285,7 +255,7 @@ class RowIndex:
                 (name for oid in tail if (name := oid[len(prefix) :]) and DELIMITER not in name), key=str.encode
             )
             cached = ([name.encode() for name in names], names)
-            if len(self._tail_children) >= _TAIL_LISTINGS:
+            if len(self._tail_children) >= TAIL_LISTINGS:
                 self._tail_children.clear()  # threads may race here: at worst a listing sorts again
             self._tail_children[(prefix, object_type)] = cached
         return cached
@@ -294,7 +264,7 @@ class RowIndex:
         start, stop = self._range(prefix)
         if after:
             start = bisect_right(self._sorted, (prefix + after).encode(), start, stop)
-        window = _FIRST_WINDOW
+        window = FIRST_WINDOW
         while start < stop:
             count = min(window, stop - start)
             names = pc.utf8_slice_codeunits(self._ids.slice(start, count), len(prefix))
@@ -306,7 +276,7 @@ class RowIndex:
                 names, types = names.slice(0, deeper), types.slice(0, deeper)
                 end = bisect_left(self._sorted, (prefix + child + _AFTER_DELIMITER).encode(), start + deeper, stop)
             yield from names.filter(pc.and_(pc.equal(types, code), pc.not_equal(names, ""))).to_pylist()
-            start, window = end, min(window * 2, _LAST_WINDOW)
+            start, window = end, min(window * 2, LAST_WINDOW)
 
     # -- locations ----------------------------------------------------------------------------------------
     def location_overlap(self, location: str) -> tuple[str, str] | None:
@@ -328,7 +298,7 @@ class RowIndex:
             return self
         rows = rows.select(self.table.column_names).cast(self.table.schema)
         tail = pa.concat_tables([self.tail, rows])
-        if tail.column(0).num_chunks > _TAIL_CHUNKS:
+        if tail.column(0).num_chunks > TAIL_CHUNKS:
             tail = tail.combine_chunks()
         table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
         positions = None
@@ -362,6 +332,10 @@ class RowIndex:
         table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
         return RowIndex(table, table.num_rows, positions, ids, types)
 
+    def replaced(self, rows: pa.Table) -> RowIndex:
+        """These rows with the rows of ``rows``' ids replaced by ``rows``."""
+        return self.filtered(pc.invert(pc.is_in(self.table["object_id"], rows["object_id"]))).appended(rows)
+
     def filtered(self, keep: Any) -> RowIndex:
         """The rows where the mask ``keep`` (over :attr:`table`) is true, the base's positions renumbered."""
         keep = pc.fill_null(keep, False)
@@ -386,11 +360,8 @@ def _sorted(rows: pa.Table, first: int) -> tuple[pa.Array, pa.Array, pa.Array]:
     order = pc.sort_indices(rows.column("object_id"))
     positions = pc.add(order.cast(pa.int32()), pa.scalar(first, pa.int32()))
     ids = _one_chunk(rows.column("object_id").take(order))
-    return positions, ids, _one_chunk(_codes(rows.column("object_type")).take(order))  # types: one byte each
-
-
-def _codes(types: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    return pc.index_in(types, value_set=_TYPES).cast(pa.int8())
+    codes = pc.index_in(rows.column("object_type"), value_set=_TYPES).cast(pa.int8())  # one byte each
+    return positions, ids, _one_chunk(codes.take(order))
 
 
 def _one_chunk(array: pa.ChunkedArray) -> pa.Array:

@@ -1,26 +1,20 @@
 """Stored rows of ``__manifest`` versions: what lets a new process answer without opening the table.
 
-A process that never read the catalog (a reschedule-mode sensor, an Airflow task) would open ``__manifest`` with
-pylance before its first answer: on S3 a listing, a HEAD and 4 GETs at 100 rows, 8 at 10,000. Its freshness
-check already lists the newest manifest file with its e-tag, and a manifest file never changes once written, so
-rows stored under (version, e-tag) by anyone are the rows of that version: the store answers instead. Measured
-on moto (benchmarks, 100 to 10,000 tables): a cold first poke costs 2-3 requests where it cost 6-7 at 100
-tables and 10-11 at 10,000.
+A new process (a reschedule-mode sensor, an Airflow task) would open ``__manifest`` with pylance before its first
+answer. Its freshness check already lists the newest manifest file with its e-tag, and a manifest file never
+changes, so rows stored under (version, e-tag) are the rows of that version. On moto at 100 to 10,000 tables a
+cold first poke costs 2-3 requests where it cost 6-7 and 10-11.
 
-One encoding, one key, ordered tiers (nearest first), chosen in one place (:meth:`RowsStore.of`):
+One encoding, one key, ordered tiers (nearest first), chosen in :meth:`RowsStore.of`:
 
 1. **machine-local directory** (remote catalogs; property ``manifest_cache_dir``): Arrow IPC files in a private
    directory (``0700``) per catalog, the newest ``LOCAL_ROWS_KEEP`` kept; any process saves what it read.
-2. **S3 object** next to the manifest versions (property ``manifest_rows_object_max_rows``):
-   ``__manifest/_rows/<version>-<e-tag digest>.arrow``, zstd-compressed; only a committer writes one (one PUT,
-   up to the row cap), for its newest commit, once the writers' turn is released. Lance ignores the directory
-   (``cleanup_old_versions`` and compaction only touch their own); maintenance prunes older versions' objects.
+2. **S3 object** ``__manifest/_rows/<version>-<e-tag digest>.arrow`` (zstd; property
+   ``manifest_rows_object_max_rows``): only a committer writes one, for its newest commit, once the writers'
+   turn is released. Lance ignores the directory; maintenance prunes older versions' objects.
 
-:meth:`RowsStore.load` asks the tiers in order and copies a hit into the nearer tiers. Never trusted past what
-storage says: an entry is named by the version and a digest of the manifest file's e-tag that storage just
-listed (an entry of another version, or of a catalog deleted and re-created at the same root, is never named)
-and records both again (a corrupt or misnamed entry is a miss). A miss costs one 404 at most, then the table
-is opened as before.
+An entry is named by the version and the e-tag storage just listed (a re-created catalog's is never named) and
+records both again (a corrupt or misnamed entry is a miss). A miss costs one 404 at most.
 """
 
 from __future__ import annotations
@@ -48,12 +42,6 @@ _VERSION_KEY = b"lance_manifest_version"
 _E_TAG_KEY = b"lance_manifest_e_tag"
 
 Found = tuple[pa.Table, dict[str, str]]  # a version's rows and table metadata
-
-
-def default_directory() -> str:
-    """``$XDG_CACHE_HOME/airflow-provider-lance/manifest-rows`` (``~/.cache/...`` without it)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "airflow-provider-lance", "manifest-rows")
 
 
 def entry_name(version: int, e_tag: str) -> str:
@@ -148,20 +136,15 @@ class _S3Object:
 
 
 class RowsStore:
-    """The stored rows of one catalog: its tiers, nearest first.
-
-    :param tiers: the tiers this catalog has (see :meth:`of`).
-    """
+    """The stored rows of one catalog: its tiers, nearest first (see :meth:`of`)."""
 
     def __init__(self, tiers: list[_Tier]) -> None:
         self.tiers = tiers
 
     @classmethod
     def of(cls, storage: Storage, directory: str | None, object_max_rows: int) -> RowsStore | None:
-        """The tiers a catalog has, chosen here only: the machine-local directory for remote catalogs (a local
-        one is read as fast as the entry would be), the object where a listing names the newest manifest file
-        with its e-tag (S3: ``Storage.lists_newest_first``), so that one GET of that name answers. None: no
-        tier.
+        """The tiers a catalog has (None: none): the machine-local directory for remote catalogs (a local one
+        reads as fast as the entry), the object where a listing names the newest manifest with its e-tag.
 
         :param directory: the machine's rows directory (property ``manifest_cache_dir``; None: no local tier).
         :param object_max_rows: the S3 object's row cap (``manifest_rows_object_max_rows``; 0: no S3 tier).
@@ -172,11 +155,6 @@ class RowsStore:
         if object_max_rows and storage.lists_newest_first:
             tiers.append(_S3Object(storage, object_max_rows))
         return cls(tiers) if tiers else None
-
-    @property
-    def saves_commits(self) -> bool:
-        """Whether a committer has a tier only it writes (then it stores each of its newest commits' rows)."""
-        return any(tier.committer_only for tier in self.tiers)
 
     def load(self, version: int, e_tag: str, columns: list[str]) -> Found | None:
         """The rows and table metadata of manifest ``version`` whose file has ``e_tag`` from the nearest tier
@@ -189,9 +167,8 @@ class RowsStore:
         return None
 
     def save(self, version: int, e_tag: str, entry: Found, committed: bool) -> None:
-        """Store a version's rows in every tier (``committed``: by the process that committed it; else only the
-        tiers any reader writes). Never raises: a tier that cannot be written only costs a new process a table
-        open."""
+        """Store a version's rows in every tier (``committed``: by its committer; else only the tiers any reader
+        writes). Never raises."""
         self._save(self.tiers, version, e_tag, entry, committed)
 
     @staticmethod
@@ -207,8 +184,7 @@ class RowsStore:
 
 
 def prune(storage: Storage, before: int) -> int:
-    """Delete the S3 objects of versions older than ``before`` (one listing, one batch delete); returns how
-    many. Only the newest version's object is ever read."""
+    """Delete the S3 objects of versions older than ``before`` (only the newest is read); returns how many."""
     stale = [
         f"{ROWS_DIR}/{name}"
         for name in storage.list_names(ROWS_DIR)

@@ -31,11 +31,9 @@ SECRET_OPTIONS = frozenset(_S3_CREDENTIALS)  # key ids too: masked wherever opti
 
 
 class _RedactCredentials(logging.Filter):
-    """botocore logs every signed request at DEBUG, Authorization header (with the access key id) and
-    security token included (``botocore.endpoint``), and the canonical request with the token
-    (``botocore.auth``); and the body of every answer (``botocore.parsers``), which for STS AssumeRole holds
-    the vended secret key and session token. Replace them before any handler sees the record. The secret key
-    of a request is never sent, so it is never logged."""
+    """botocore's DEBUG logs carry the access key id and security token of every signed request
+    (``botocore.endpoint``, ``botocore.auth``) and every answer's body (``botocore.parsers``: an STS answer
+    holds a vended secret): redacted before any handler sees the record."""
 
     _PATTERNS = (
         (re.compile(r"Credential=[^/,\s'\"]+"), "Credential=***"),
@@ -65,8 +63,7 @@ def install_log_redaction() -> None:
 
 
 def s3fs_arguments(options: dict[str, str]) -> dict[str, Any]:
-    """s3fs keyword arguments for Lance (object_store) S3 option names (the same `storage.*` properties
-    configure pylance and fsspec)."""
+    """s3fs keyword arguments for Lance (object_store) S3 option names."""
     kwargs: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True}
     client: dict[str, str] = {}
     for name, value in options.items():

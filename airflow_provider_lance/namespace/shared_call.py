@@ -1,11 +1,8 @@
 """One storage check shared by the calls that overlap it, without trusting anything older than a caller.
 
-Many threads of one instance (a REST server's requests, a busy worker's sensors) each ask "which manifest is
-the newest?" before they answer. A caller may share a listing only if that listing *started after the caller
-arrived*: a listing already under way could miss a commit that finished just before the caller asked. So a
-caller that arrives while a listing runs waits for it to end and then shares the next one, with everyone
-else who arrived meanwhile: N concurrent callers cost about 2 listings instead of N, and every answer is as
-fresh as a listing of its own would have been.
+A caller may share a listing only if it *started after the caller arrived* (one under way could miss a commit
+that finished just before the caller asked), so a caller arriving during a listing waits for it to end and
+shares the next one with everyone else who arrived meanwhile: N concurrent callers cost about 2 listings.
 """
 
 from __future__ import annotations

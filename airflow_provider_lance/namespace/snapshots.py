@@ -1,22 +1,18 @@
 """Snapshots of ``__manifest``: which version is the latest, and the state threads share.
 
-One namespace instance is shared by many threads (Airflow's triggerer, lancedb, Ray). A pylance dataset object
-is not safe to use from one thread while another mutates it ("Already mutably borrowed"), and commits,
-``checkout_latest`` and compaction all mutate. So a :class:`Snapshot` holds a dataset object that nobody
-mutates once it is published: readers share it, and a writer commits on a private copy (``copy.copy``, a
-few microseconds) which it then publishes as the next snapshot.
+A pylance dataset object is not safe to use from one thread while another mutates it (commits,
+``checkout_latest``, compaction), so a :class:`Snapshot` holds a dataset nobody mutates once published: readers
+share it, and a writer commits on a private copy (``copy.copy``, microseconds) that it publishes next.
 
 Freshness (every operation sees every commit made before it started, by any process):
 
-* S3: one ``LIST`` with ``MaxKeys=1`` of ``__manifest/_versions/`` returns the newest manifest (V2 names
-  ``u64::MAX - version`` sort newest first) and its e-tag: exact, one request, whatever the history.
-* memory: pylance's memory store is not fsspec's and only this instance writes it: the published snapshot is
-  the latest.
-* local disk: an unchanged ``_versions/`` directory (inode and mtime, once settled) means N is still the
-  latest: one ``stat``. Otherwise no manifest N+1 and manifest N unchanged (same inode, mtime, size): two
-  more. A catalog deleted and re-created at the same root changes manifest N. The
-  one case this misses, an outside clean-up that removes N+1 but keeps N (only possible for a tagged N), is
-  bounded: a full listing at least every ``REVALIDATE_AFTER`` (tuning.py).
+* S3: one ``LIST MaxKeys=1`` of ``__manifest/_versions/`` names the newest manifest and its e-tag (V2 names
+  sort newest first): exact, one request.
+* memory: only this instance writes pylance's memory store: the published snapshot is the latest.
+* local disk: an unchanged ``_versions/`` (inode and mtime, once settled) means N is still the latest: one
+  ``stat``; else no manifest N+1 and manifest N unchanged: two more (a re-created catalog changes N). The one
+  miss, an outside clean-up that removes N+1 but keeps a tagged N, is bounded by a full listing at least every
+  ``REVALIDATE_AFTER``.
 """
 
 from __future__ import annotations
@@ -30,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
 import pyarrow.compute as pc
-from lance_namespace import InternalError
 
 from airflow_provider_lance.namespace.identifiers import (
     MANIFEST_DIR,
@@ -71,11 +67,8 @@ class Derived:
 @dataclass
 class Snapshot:
     """One version of ``__manifest`` as this process saw it. ``dataset`` is never mutated (take a private
-    copy to write); a snapshot answered from stored rows opens it only when something needs it (a write, a
-    filtered query). Its rows are obtained once, on first use, by :meth:`_rows`.
-
-    ``check`` (property ``manifest_check_rows``): every version whose rows were derived from a write or read
-    incrementally is read again whole and compared (InternalError naming the version on a mismatch)."""
+    copy to write) and opened only when needed; the rows are obtained once, on first use, by :meth:`_rows`.
+    ``check``: check mode (property ``manifest_check_rows``, see :meth:`_rows`)."""
 
     version: int
     metadata: dict[str, str]  # the table metadata (feature flags, table version management)
@@ -120,7 +113,7 @@ class Snapshot:
 
     def follows(self, previous: Snapshot, change: Callable[[RowIndex], RowIndex] | None) -> Snapshot:
         """This version was committed on top of ``previous`` by this instance; ``change``: how, when it is
-        exactly the next version (its rows are then derived at once, while the write's requests are at hand)."""
+        exactly the next version (its rows are then derived at once)."""
         if not previous.rows_known:
             return self  # nothing known of its rows without reading them
         if change is not None and self.version == previous.version + 1:
@@ -131,12 +124,11 @@ class Snapshot:
         return self
 
     def table(self) -> pa.Table:
-        """Every row (obtained once per version)."""
         return self.index().table
 
     def index(self, ordered: bool = False) -> RowIndex:
-        """Every row indexed by object id, obtained once per version. Rows read whole are sorted once they
-        have been scanned ``SORT_AFTER`` times, or now when the caller walks ids in order (``ordered``)."""
+        """Every row indexed by object id. Rows read whole are sorted after ``SORT_AFTER`` scans, or now when
+        the caller walks ids in order (``ordered``)."""
         found = self._rows(None, ordered)
         assert isinstance(found, RowIndex)
         return found
@@ -152,25 +144,23 @@ class Snapshot:
         return {oid: by_id[oid] for oid in object_ids if oid in by_id}
 
     def _rows(self, object_ids: list[str] | None, ordered: bool = False) -> RowIndex | pa.Table:
-        """The rows of this version: the first step of this chain that applies, cheapest first. Each step
-        leaves the whole version indexed (``held``), obtained at most once, except point reads, which answer
-        only ``object_ids``.
+        """The rows of this version: the first step of this chain that applies, cheapest first. Each step but
+        point reads (which answer only ``object_ids``) leaves the whole version indexed (``held``), once.
 
         1. **Held**: obtained already by a step below.
         2. **Point reads**, while nothing else is known of a large version (``POINT_READ_ROWS``, its first
-           ``POINT_READS`` lookups by id): a pylance scan filtered on the ids. At a million tables a new
-           process's first answer 162 -> 41 ms and its VmRSS growth 165 -> 59 MB (docs/engine.md).
-        3. **Derived from the write**: a commit of this instance that is exactly the next version applies its
-           change (append, filter) to the version it went on top of, reading nothing: a whole read of 2,000,000
-           rows costs ~100 ms (step 2's measurement) where a declare at a million tables takes 6.7 ms (CHANGELOG;
-           the derivation itself was not timed apart).
+           ``POINT_READS`` lookups): a scan filtered on the ids. At a million tables a new process's first
+           answer 162 -> 41 ms, its VmRSS growth 165 -> 59 MB (docs/engine.md).
+        3. **Derived from the write**: this instance's commit of exactly the next version applies its change
+           (append, filter) to the version below, reading nothing: a whole read of 2,000,000 rows costs ~100 ms
+           where a declare at a million tables takes 6.7 ms (CHANGELOG; the derivation not timed apart).
         4. **Stored rows** (rows_store.py), handed in by a new process's first check: a cold first poke on S3
-           2-3 requests where it cost 6-7 at 100 tables and 10-11 at 10,000 (docs/engine.md).
-        5. **Incremental**: when only fragments were added since a version already held (other writers'
-           inserts), only those are read (docs/benchmarks.md "Writers", item 4).
+           2-3 requests instead of 6-7 at 100 tables, 10-11 at 10,000 (docs/engine.md).
+        5. **Incremental**: when only fragments were added since a version already held, only those are read
+           (docs/benchmarks.md "Writers", item 4).
         6. **Full scan** of every row.
 
-        Check mode (``check``) reads steps 3 and 5 again whole and compares."""
+        Check mode (``check``) reads steps 3 and 5 again whole and compares (InternalError on a mismatch)."""
         index = self.held
         if index is not None and not (index.unsorted and (ordered or index.scans >= SORT_AFTER)):
             return index  # 1
@@ -220,14 +210,14 @@ class Snapshot:
         """Check mode: ``index`` holds exactly the rows a fresh read of this version holds."""
         difference = row_difference(index.table, self.dataset.to_table(columns=COLUMNS))
         if difference:
-            raise InternalError(
+            raise ln.InternalError(
                 f"__manifest version {self.version}: the rows {step} differ from a fresh read of that version "
                 f"(manifest_check_rows): {difference}"
             )
 
     def _reads_by_point(self) -> bool:
-        """Whether a lookup should scan for its ids instead of reading every row (and count it): only while
-        nothing else is known of the version (no source), and until the point reads have cost a whole read."""
+        """Whether a lookup should scan for its ids (and count it): only while nothing else is known of the
+        version, and until the point reads have cost a whole read."""
         if self.source is not None or self.point_reads >= POINT_READS:
             return False
         if self.dataset.count_rows() < POINT_READ_ROWS:  # from the fragments' row counts: no read
@@ -273,24 +263,13 @@ def fragment_keys(fragments: list[lance.LanceFragment]) -> dict[int, FragmentKey
 
 
 class SnapshotStore:
-    """The latest published snapshot of one ``__manifest`` and how to check that it still is the latest.
+    """The latest published snapshot of one ``__manifest`` and how to check that it still is the latest;
+    ``store``: the catalog's stored rows (rows_store.py), if it has any tier; ``check``: check mode."""
 
-    :param storage: the namespace storage.
-    :param storage_options: what pylance opens the table with.
-    :param store: the stored rows of this catalog (rows_store.py), if it has any tier.
-    :param check: check mode (property ``manifest_check_rows``), for every snapshot of this catalog.
-    """
-
-    def __init__(
-        self,
-        storage: Storage,
-        storage_options: dict[str, str],
-        store: RowsStore | None = None,
-        check: bool = False,
-    ) -> None:
+    def __init__(self, storage: Storage, store: RowsStore | None, check: bool) -> None:
         self.uri = storage.uri(MANIFEST_DIR)
         self._storage = storage
-        self._storage_options = storage_options or None
+        self._storage_options = storage.options or None
         self._store = store
         self.check = check
         self._lock = threading.Lock()
@@ -300,9 +279,8 @@ class SnapshotStore:
         self._shared_first = SharedCall(self._first)  # a burst of first calls shares one open (one read of rows)
 
     def publish(self, snapshot: Snapshot | None, identify: bool = True) -> Snapshot | None:
-        """Make ``snapshot`` the latest. ``identify``: record its manifest file's e-tag now (one stat or HEAD),
-        so that a catalog re-created with as many versions is told apart; a commit of our own skips the HEAD
-        on S3 (the next check records it)."""
+        """Make ``snapshot`` the latest. ``identify``: record its manifest file's e-tag now (one request), to
+        tell a re-created catalog apart; our own commit skips it on S3 (the next check records it)."""
         if snapshot is not None and (identify or self._storage.local_disk):
             info = self._storage.file_info(manifest_key(MANIFEST_DIR, snapshot.version, V2))
             snapshot.e_tag = info.e_tag if info is not None else None
@@ -315,16 +293,15 @@ class SnapshotStore:
         by the next :meth:`store_rows`."""
         self.publish(snapshot, identify=False)
         held = snapshot.held is not None or snapshot.source is not None
-        if self._store is not None and self._store.saves_commits and held:
+        # only where a committer has a tier of its own (the S3 object)
+        if self._store is not None and any(tier.committer_only for tier in self._store.tiers) and held:
             with self._lock:  # only the newest commit's rows: an older one's would never be read
                 self._unstored = snapshot
         return snapshot
 
     def store_rows(self) -> None:
-        """Store the rows of the last commit where a new process looks first (the rows store's tiers), under
-        the manifest file's e-tag (one ``LIST MaxKeys=1``, then one PUT; nothing when the listing names a newer
-        version). Called once the writers' turn is released (two requests that other writers need not wait
-        for). Never raises: the commit has landed."""
+        """Store the rows of the last commit under its manifest file's e-tag (one listing, one PUT; nothing
+        when a newer version exists). Called once the writers' turn is released; never raises."""
         with self._lock:
             snapshot, self._unstored = self._unstored, None
         if snapshot is None or self._store is None:
@@ -347,8 +324,8 @@ class SnapshotStore:
         return self._shared_first() if current is None else self._checked(current)
 
     def _first(self) -> Snapshot | None:
-        """The first snapshot of this instance, or the one a first call that started earlier published (checked:
-        that call may have started before a caller waiting on it arrived)."""
+        """The first snapshot of this instance, or the one an earlier first call published (checked: it may have
+        started before a caller waiting on it arrived)."""
         with self._lock:
             current = self._current
         if current is not None:
@@ -369,10 +346,9 @@ class SnapshotStore:
 
     def _cold(self) -> Snapshot | None:
         """The first check of a process on remote storage: the newest manifest file and its e-tag (one
-        listing), answered from the rows stored for that very file (rows_store.py), else by opening the table
-        at that version."""
+        listing), answered from the rows stored for that very file, else by opening that version."""
         assert self._store is not None
-        newest = self._newest()
+        newest = self._shared_newest()
         if newest is None or not newest[1]:
             return self.publish(self._open(None))
         version, e_tag = newest
@@ -388,12 +364,8 @@ class SnapshotStore:
         )
         return self.publish(snapshot, identify=False)
 
-    def _newest(self) -> tuple[int, str | None] | None:
-        """The newest V2 manifest's version and e-tag, from one ``LIST MaxKeys=1`` on S3 (V2 names sort newest
-        first; one listing shared by the threads that ask at the same time); None when there is none."""
-        return self._shared_newest()
-
     def _list_newest(self) -> tuple[int, str | None] | None:
+        """The newest V2 manifest's version and e-tag (one ``LIST MaxKeys=1`` on S3), None when there is none."""
         head = self._storage.first_entry(versions_dir(MANIFEST_DIR))
         parsed = parse_manifest_name(head[0]) if head else None
         return (parsed[0], head[1]) if head and parsed and parsed[1] == V2 else None
@@ -405,7 +377,7 @@ class SnapshotStore:
         if self._storage.private:
             return True  # pylance's memory store is private to the objects of this instance: only we write
         if self._storage.lists_newest_first:
-            newest = self._newest()
+            newest = self._shared_newest()
             return newest is not None and newest[0] == snapshot.version and _same_file(snapshot, newest[1])
         now = time.monotonic()
         if now - snapshot.verified_at > REVALIDATE_AFTER.total_seconds():
@@ -423,8 +395,8 @@ class SnapshotStore:
         return True
 
     def _open(self, previous: Snapshot | None) -> Snapshot | None:
-        """Open the latest version: from the previous snapshot's copy (reusing pylance's cache) when the table
-        only moved forward, else from scratch (a re-created catalog must not be read from the cache)."""
+        """Open the latest version: from the previous snapshot's copy (pylance's cache) when the table only moved
+        forward, else from scratch (a re-created catalog must not be read from the cache)."""
         try:
             if previous is not None and self._storage.file_info(manifest_key(MANIFEST_DIR, previous.version, V2)):
                 dataset = previous.private()
@@ -441,8 +413,7 @@ class SnapshotStore:
 
 
 def _same_file(snapshot: Snapshot, e_tag: str | None) -> bool:
-    """Whether the version's manifest file is the one the snapshot was made from (the first check records
-    it)."""
+    """Whether the version's manifest file is the one the snapshot was made from (the first check records it)."""
     if snapshot.e_tag is None:
         snapshot.e_tag = e_tag
         return True

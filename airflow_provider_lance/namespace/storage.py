@@ -1,20 +1,15 @@
-"""All object-store access of the engine goes through :class:`Storage` (fsspec: ``file``, ``memory``, ``s3``),
-and every difference between those backends is decided here: the root URI (:func:`normalize_root`), what each
-store lets the engine rely on (:class:`Storage`'s ``private``, ``local_disk`` and ``lists_newest_first``),
-whether a root can be used (:meth:`Storage.check_root`), and what a store's errors mean (the ``is_*_error``
-functions, for s3fs and pylance alike). No other module tests a scheme.
+"""All object-store access of the engine (fsspec: ``file``, ``memory``, ``s3``) and every difference between
+those backends: the root URI, what each store lets the engine rely on, the root check, and what a store's errors
+mean (s3fs and pylance alike). No other module tests a scheme.
 
-Keys are ``/``-separated paths relative to the namespace root. The cost model of the engine is the number
-of storage requests, so every method here is one request (or one listing) where the store allows it.
+Keys are ``/``-separated paths relative to the root. The engine's cost model is the number of storage
+requests, so every method is one request (or one listing) where the store allows it.
 
-Atomic creates (``put_if_not_exists``) are the engine's commit primitive. Local disk uses ``link``, memory a
-process lock, S3 a conditional put (``If-None-Match: *``). An S3-compatible endpoint that silently ignores
-the header would turn every commit into a last-writer-wins overwrite, so before the first atomic create on an
-endpoint/bucket the engine checks once per process that a second create of a probe object is refused, and
-refuses to commit if it is not. ``storage.conditional_put`` (the Lance/object_store option) controls this:
-unset = probe, ``etag`` = trust the endpoint (no probe), ``disabled`` = the store has no atomic create, so
-every commit fails with UnsupportedOperation (pylance fails the same way). Other schemes are refused.
-See docs/reliability.md.
+``put_if_not_exists`` is the commit primitive: ``link`` on local disk, a process lock in memory, a conditional
+put (``If-None-Match: *``) on S3. An endpoint that ignores the header would make every commit last-writer-wins,
+so once per process and endpoint/bucket a probe checks that a second create is refused.
+``storage.conditional_put`` (the Lance option): unset = probe, ``etag`` = trust the endpoint, ``disabled`` =
+every commit fails with UnsupportedOperation, as in pylance. See docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -28,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import fsspec
-from lance_namespace import InvalidInputError, UnsupportedOperationError
+import lance_namespace as ln
+from fsspec.asyn import sync
 
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
 from airflow_provider_lance.namespace.s3 import (
@@ -57,15 +53,15 @@ def normalize_root(root: Any) -> str:
     if root is None or root == "":
         return "file://" + uri_path(os.getcwd())
     if not isinstance(root, str):
-        raise InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
+        raise ln.InvalidInputError(f"Invalid property 'root': expected a string, got {type(root).__name__}")
     if any(ch in root for ch in "\x00\n\r"):
-        raise InvalidInputError("Invalid property 'root': control characters are not allowed")
+        raise ln.InvalidInputError("Invalid property 'root': control characters are not allowed")
     if "://" in root:
         scheme, _, rest = root.partition("://")
         if not scheme.isidentifier() or not rest.strip("/"):
             if scheme == "memory":
                 return "memory://"
-            raise InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
+            raise ln.InvalidInputError(f"Invalid property 'root': malformed URI {root!r}")
         literal = literal_path(rest)
         if scheme == "file":
             return "file://" + uri_path(os.path.normpath("/" + literal.lstrip("/")))
@@ -83,11 +79,8 @@ class FileInfo:
 
 
 class Storage:
-    """The namespace root on an fsspec filesystem.
-
-    :param root: the root URI (``file:///abs``, ``memory://x``, ``s3://bucket/prefix``).
-    :param options: the ``storage.*`` properties without their prefix (Lance option names).
-    """
+    """The namespace root (a URI: ``file:///abs``, ``memory://x``, ``s3://bucket/prefix``) on an fsspec
+    filesystem; ``options``: the ``storage.*`` properties without their prefix (Lance option names)."""
 
     def __init__(self, root: str, options: dict[str, str]) -> None:
         self.root = root  # a URI, its path percent-encoded (normalize_root)
@@ -107,28 +100,25 @@ class Storage:
         else:
             # Only stores with a known atomic create are accepted: committing on anything else could
             # silently lose a concurrent commit.
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Invalid property 'root': unsupported storage scheme '{self.scheme}' (supported: file, memory, "
                 "s3, s3a; the engine needs an atomic put-if-not-exists, see docs/reliability.md)"
             )
-        # What the backend lets the engine rely on (attributes: read on every operation's freshness check).
-        #: pylance's memory store: only the objects of this instance see it (no other writer, nothing for fsspec to
-        #: list), so the published snapshot is the latest and no other process needs a turn.
+        # What the backend lets the engine rely on (attributes: read on every freshness check).
+        #: memory: only this instance's objects see pylance's store: the published snapshot is the latest.
         self.private = self.scheme == "memory"
         #: local disk: a ``stat`` costs no request, so a file's identity (inode, mtime, size) is always worth taking.
         self.local_disk = self.scheme == "file"
-        #: S3: a listing is sorted and one ``LIST`` (``MaxKeys=1``) of ``__manifest/_versions/`` names the newest
-        #: manifest (V2 names sort newest first) with its e-tag: freshness is one request, and a new process finds
-        #: the rows object of that version by name (rows_store.py), so rows objects are written only there.
+        #: S3: one sorted ``LIST`` (``MaxKeys=1``) of ``__manifest/_versions/`` names the newest manifest and its
+        #: e-tag (V2 names sort newest first), so a new process finds that version's rows object by name.
         self.lists_newest_first = self.scheme in ("s3", "s3a")
-        #: S3: STS session policies scope temporary credentials to a key prefix (credential vending); no other
-        #: store here has such credentials, so any other root vends none.
-        self.scoped_credentials = self.scheme in ("s3", "s3a")
+        #: S3: STS session policies scope temporary credentials to a key prefix; other roots vend none.
+        self.scoped_credentials = self.lists_newest_first
         lowered = {name.lower(): value for name, value in self.options.items()}
         mode = next((lowered[name] for name in _CONDITIONAL_PUT if name in lowered), None)
         self.conditional_put = mode.strip().lower() if mode is not None else None
         if self.conditional_put not in (None, "etag", "disabled"):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 "Invalid property 'storage.conditional_put': this engine supports 'etag' and 'disabled', "
                 "not lock-based commits"
             )
@@ -136,15 +126,14 @@ class Storage:
     @property
     def is_remote(self) -> bool:
         """Whether a request waits on the network (worth running several at once)."""
-        return self.scheme not in ("file", "memory")
+        return self.lists_newest_first
 
     def __repr__(self) -> str:  # never show storage options: they may hold secrets
         return f"Storage(root={self.root!r})"
 
     @property
     def catalog_key(self) -> str:
-        """What names the catalog on this machine (its machine-local rows cache, its writers' turn): its URI and
-        endpoint (one bucket path on two endpoints is two catalogs)."""
+        """What names the catalog on this machine (rows cache, writers' turn): its URI and endpoint."""
         return " ".join([*sorted(v for k, v in self.options.items() if k in ENDPOINT_OPTIONS), self.root])
 
     def display_root(self) -> str:
@@ -152,21 +141,15 @@ class Storage:
         return self.path() if self.local_disk else self.root
 
     def check_root(self, probe_write: bool = True) -> str | None:
-        """Why the root cannot be used as a catalog (missing, not writable), or None when it can: the Airflow
-        connection test and the REST server's readiness route ask.
-
-        A local root must be an existing directory, an S3 root's bucket must exist (a memory root always
-        exists). Writing is checked with a probe object that is deleted again, unless ``probe_write`` is false
-        (a readiness check polled every few seconds must not write).
-        """
+        """Why the root cannot be used as a catalog (missing, not writable), or None when it can (the Airflow
+        connection test, the REST readiness route). ``probe_write``: write and delete a probe object (a
+        readiness check polled every few seconds must not write)."""
         try:
             if self.local_disk:
                 if not os.path.isdir(self.path()):
                     return f"root {self.root} does not exist (create the directory first)"
-            elif self.lists_newest_first:
-                bucket = self._base.strip("/").partition("/")[0]
-                if not self.fs.exists(bucket):
-                    return f"bucket {bucket} of root {self.root} does not exist or cannot be listed"
+            elif self.lists_newest_first and not self.fs.exists(self.bucket):
+                return f"bucket {self.bucket} of root {self.root} does not exist or cannot be listed"
             if probe_write:
                 probe = self.path(f"{_ROOT_CHECK_PREFIX}{uuid.uuid4().hex}")
                 self.fs.pipe_file(probe, b"")
@@ -178,19 +161,14 @@ class Storage:
         return None
 
     def response_options(self, vend_credentials: bool) -> dict[str, str] | None:
-        """The storage options a response may carry: endpoint, region and the like, and the credentials only
-        when vending them (responses end up in logs, XCom and lineage)."""
+        """The storage options a response may carry: credentials only when vending them (responses end up in
+        logs, XCom and lineage)."""
         shared = {
             name: value
             for name, value in self.options.items()
             if vend_credentials or name.lower() not in SECRET_OPTIONS
         }
         return shared or None
-
-    @property
-    def safe_options(self) -> dict[str, str]:
-        """The storage options with secret values masked (for messages and debugging)."""
-        return {name: ("***" if name.lower() in SECRET_OPTIONS else value) for name, value in self.options.items()}
 
     @property
     def bucket(self) -> str:
@@ -207,10 +185,9 @@ class Storage:
         return f"{self.root}/{uri_path(key)}" if key else self.root
 
     def object_path(self, key: str) -> str:
-        """The object-store path of ``key`` as Lance spells it: no scheme, no bucket, no leading slash (the
-        form the reference puts in ``manifest_path``)."""
+        """``key`` as Lance spells it in ``manifest_path``: no scheme, no bucket, no leading slash."""
         base = self._base.strip("/")
-        if self.scheme in ("s3", "s3a"):
+        if self.lists_newest_first:
             base = base.partition("/")[2]
         return f"{base}/{key}" if base else key
 
@@ -239,24 +216,21 @@ class Storage:
         return bool(self.fs.exists(self.path(key)))
 
     def file_info(self, key: str) -> FileInfo | None:
-        """The file ``key``'s size and e-tag, or None when it does not exist, in exactly one request: on S3 a
-        HEAD (s3fs's ``info``/``exists`` follow a 404 with a LIST, to look for a "directory"); locally one
-        ``stat``."""
-        if self.scheme == "file":
+        """The file ``key``'s size and e-tag, or None when it does not exist, in one request (s3fs's ``info``
+        follows a 404 with a LIST, to look for a "directory")."""
+        if self.local_disk:
             try:
                 stat = os.stat(self.path(key))
             except (FileNotFoundError, NotADirectoryError):
                 return None
             return self._file_info({"mtime": stat.st_mtime, "ino": stat.st_ino, "size": stat.st_size})
-        if self.scheme == "memory":
+        if self.private:
             return self._file_info(self.fs.info(self.path(key))) if self.fs.isfile(self.path(key)) else None
         head = self._head(self.path(key))
         return None if head is None else FileInfo(int(head["ContentLength"]), head.get("ETag"), None)
 
     def _head(self, path: str) -> dict[str, Any] | None:
         """S3: one ``HeadObject`` of the fsspec ``path`` (None when it does not exist)."""
-        from fsspec.asyn import sync
-
         bucket, _, object_key = self.fs._strip_protocol(path).partition("/")
         try:
             return sync(self.fs.loop, self.fs._call_s3, "head_object", Bucket=bucket, Key=object_key)
@@ -264,9 +238,9 @@ class Storage:
             return None
 
     def directory_stamp(self, key: str) -> tuple[int, int] | None:
-        """Local disk: (inode, mtime in ns) of the directory ``key``, which change whenever an entry is added,
-        removed or renamed in it (one ``stat``); None elsewhere or when it is missing."""
-        if self.scheme != "file":
+        """Local disk: (inode, mtime in ns) of the directory ``key``, which change with any entry added, removed
+        or renamed (one ``stat``); None elsewhere or when it is missing."""
+        if not self.local_disk:
             return None
         try:
             stat = os.stat(self.path(key))
@@ -275,15 +249,12 @@ class Storage:
         return stat.st_ino, stat.st_mtime_ns
 
     def first_entry(self, key: str) -> tuple[str, str | None] | None:
-        """The first file (byte order) in the directory ``key`` as (name, e-tag), None when the directory is
-        empty or missing: on S3 one request (listings are sorted: ``MaxKeys=1``), elsewhere a listing and a
-        ``stat``."""
-        if self.scheme not in ("s3", "s3a"):
+        """The first file (byte order) in the directory ``key`` as (name, e-tag), None when there is none: on S3
+        one ``LIST MaxKeys=1``, elsewhere a listing and a ``stat``."""
+        if not self.lists_newest_first:
             name = min(self.list_names(key), default=None)
             info = self.file_info(f"{key}/{name}") if name is not None else None
             return (name, info.e_tag) if name is not None and info is not None else None
-        from fsspec.asyn import sync
-
         bucket, _, prefix = self.fs._strip_protocol(self.path(key)).rstrip("/").partition("/")
         listed = sync(self.fs.loop, self.fs._call_s3, "list_objects_v2", Bucket=bucket, Prefix=prefix + "/", MaxKeys=1)
         contents = listed.get("Contents") or []
@@ -291,56 +262,45 @@ class Storage:
 
     def list_dir(self, key: str = "") -> dict[str, FileInfo | None]:
         """Direct children of ``key``: name → FileInfo for files, None for directories; {} if missing."""
-        try:
-            entries = self._ls(self.path(key), detail=True)
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
-        prefix = self.path(key).rstrip("/") + "/"
-        children: dict[str, FileInfo | None] = {}
-        for entry in entries:
-            name = entry["name"].rstrip("/")
-            if not name.lstrip("/").startswith(prefix.lstrip("/")):
-                continue  # a file listed as itself
-            child = name.lstrip("/")[len(prefix.lstrip("/")) :]
-            if not child or "/" in child:
-                continue
-            children[child] = None if entry.get("type") == "directory" else self._file_info(entry)
-        return children
+        return {
+            child: None if entry.get("type") == "directory" else self._file_info(entry)
+            for child, entry in self._children(key, detail=True)
+        }
 
     def list_names(self, key: str = "") -> list[str]:
-        """Names of the direct children of ``key`` (files and directories alike; [] if missing): one
-        listing, without the per-entry ``stat`` that a detailed local listing makes."""
+        """Names of the direct children of ``key`` ([] if missing): one listing, without the per-entry ``stat``
+        of a detailed local listing."""
+        return [child for child, _ in self._children(key, detail=False)]
+
+    def _children(self, key: str, detail: bool) -> list[tuple[str, Any]]:
+        """(name, listing entry) of each direct child of ``key`` (a file listed as itself is none)."""
         try:
-            entries = self._ls(self.path(key), detail=False)
+            entries = self._ls(self.path(key), detail=detail)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        prefix = self.path(key).rstrip("/").lstrip("/") + "/"
-        names = []
+        base = self.path(key).strip("/")
+        prefix = base + "/" if base else ""
+        children = []
         for entry in entries:
-            name = entry.rstrip("/").lstrip("/")
+            name = (entry["name"] if detail else entry).strip("/")
             if name.startswith(prefix) and (child := name[len(prefix) :]) and "/" not in child:
-                names.append(child)
-        return names
+                children.append((child, entry))
+        return children
 
     def _ls(self, path: str, detail: bool) -> list[Any]:
-        """One listing of the directory ``path``. On S3, s3fs's ``ls`` follows an empty listing with a listing
-        of the parent (to tell a file from a missing directory): a second request, and for a root table
-        (``<name>.lance`` not there yet) a listing of the whole root, paged 1,000 names at a time. Our keys
-        listed here are always directories, so the first listing is the answer (FileNotFoundError if empty,
-        as ``ls`` raises)."""
-        if self.scheme not in ("s3", "s3a"):
+        """One listing of the directory ``path``. s3fs's ``ls`` follows an empty listing with one of the parent
+        (for a root table not there yet: the whole root, 1,000 names a page); the keys listed here are always
+        directories, so the first listing is the answer (FileNotFoundError if empty, as ``ls`` raises)."""
+        if not self.lists_newest_first:
             return self.fs.ls(path, detail=detail)
-        from fsspec.asyn import sync
-
         entries = sync(self.fs.loop, self.fs._lsdir, self.fs._strip_protocol(path).rstrip("/"))
         if not entries:
             raise FileNotFoundError(path)
         return entries if detail else [entry["name"] for entry in entries]
 
     def read(self, key: str) -> bytes:
-        """The bytes of the file ``key``: on S3 one GET (s3fs asks for the size first to split a read in parts
-        unless told not to)."""
-        if self.scheme in ("s3", "s3a"):
+        """The bytes of the file ``key``: on S3 one GET (s3fs asks for the size first unless told not to)."""
+        if self.lists_newest_first:
             return self.fs.cat_file(self.path(key), max_concurrency=1)
         return self.fs.cat_file(self.path(key))
 
@@ -355,7 +315,7 @@ class Storage:
         elif isinstance(mtime, (int, float)):
             millis = int(mtime * 1000)
         e_tag = entry.get("ETag") or entry.get("etag")
-        if e_tag is None and self.scheme == "file" and "ino" in entry:
+        if e_tag is None and self.local_disk and "ino" in entry:
             # object_store's local e-tag: inode, mtime in microseconds and size, in hex.
             micros = int(entry["mtime"] * 1_000_000)
             e_tag = f'"{entry["ino"]:x}-{micros:x}-{entry["size"]:x}"'
@@ -365,18 +325,15 @@ class Storage:
     def write(self, key: str, data: bytes) -> None:
         """Overwrite ``key`` (used only for files whose content nobody races on)."""
         path = self.path(key)
-        if self.scheme == "file":
+        if self.local_disk:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         self.fs.pipe_file(path, data)
 
     def put_if_not_exists(self, key: str, data: bytes) -> bool:
-        """Atomically create ``key`` with ``data``; False (and nothing written) if it already exists.
-
-        Local disk: write a temporary file, then hard-link it into place (``link`` fails if the target
-        exists, and readers never see a partly written file). S3: a conditional put (``If-None-Match: *``).
-        """
+        """Atomically create ``key`` with ``data``; False (and nothing written) if it already exists. Local
+        disk: a temporary file hard-linked into place (readers never see a partly written file)."""
         path = self.path(key)
-        if self.scheme == "file":
+        if self.local_disk:
             directory = os.path.dirname(path)
             os.makedirs(directory, exist_ok=True)
             temporary = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
@@ -389,7 +346,7 @@ class Storage:
             finally:
                 os.unlink(temporary)
             return True
-        if self.scheme == "memory":
+        if self.private:
             with _MEMORY_LOCK:
                 if self.fs.exists(path):
                     return False
@@ -399,29 +356,21 @@ class Storage:
         return self._create_object(path, data)
 
     def _create_object(self, path: str, data: bytes) -> bool:
-        """S3: ``PutObject`` with ``If-None-Match: *`` and a fresh intent token in the object's metadata. A
-        create whose response was lost (a dropped connection, a 500/503 after it landed) is retried by
-        botocore/s3fs and then refused with 412 although the object is ours: the token (never the content,
-        which another writer may repeat) tells our own landed create from another writer's."""
+        """S3: ``PutObject`` with ``If-None-Match: *`` and a fresh intent token in its metadata. A create whose
+        response was lost is retried by botocore/s3fs and refused with 412 although the object is ours: the
+        token (not the content, which another writer may repeat) tells our landed create from another's."""
         intent = uuid.uuid4().hex
         try:
             self.fs.pipe_file(path, data, mode="create", Metadata={_INTENT_METADATA: intent})
         except FileExistsError:
-            return self._intent_of(path) == intent
+            head = self._head(path)
+            return head is not None and (head.get("Metadata") or {}).get(_INTENT_METADATA) == intent
         return True
 
-    def _intent_of(self, path: str) -> str | None:
-        """The intent token of the object at ``path`` (None if it has none or is gone): one HEAD."""
-        head = self._head(path)
-        return None if head is None else (head.get("Metadata") or {}).get(_INTENT_METADATA)
-
     def copy_if_not_exists(self, source: str, target: str) -> bool:
-        """Atomically create ``target`` with the bytes of ``source``; False if ``target`` exists already.
-        A missing ``source`` raises FileNotFoundError.
-
-        Local disk: a hard link (one metadata operation, no bytes copied; the source is immutable once
-        written). Elsewhere: read, then :meth:`put_if_not_exists`."""
-        if self.scheme == "file":
+        """Atomically create ``target`` with the bytes of ``source`` (FileNotFoundError if missing); False if
+        ``target`` exists. Local disk: a hard link (the source is immutable once written)."""
+        if self.local_disk:
             target_path = self.path(target)
             os.makedirs(os.path.dirname(target_path), exist_ok=True)
             try:
@@ -435,21 +384,21 @@ class Storage:
         """Fail loudly unless this S3 endpoint refuses a second create of the same key (once per process and
         endpoint/bucket; ``storage.conditional_put=etag`` skips the check, ``disabled`` refuses commits)."""
         if self.conditional_put == "disabled":
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 "The store has no atomic put-if-not-exists (storage.conditional_put=disabled): "
                 "this engine refuses to commit rather than risk losing a concurrent commit"
             )
         if self.conditional_put == "etag":
             return
         client = self.fs.client_kwargs if isinstance(getattr(self.fs, "client_kwargs", None), dict) else {}
-        cache_key = (str(client.get("endpoint_url", "")), self._base.strip("/").partition("/")[0])
+        cache_key = (str(client.get("endpoint_url", "")), self.bucket)
         with _PROBE_LOCK:
             honoured = _PROBED.get(cache_key)
             if honoured is None:
                 honoured = self._probe_conditional_put()
                 _PROBED[cache_key] = honoured
         if not honoured:
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 f"The S3 endpoint for '{self.root}' ignores 'If-None-Match: *' (a second conditional create of "
                 "the same object succeeded): commits would not be atomic, so the engine refuses to write. "
                 "Use a store with conditional writes, or set storage.conditional_put=disabled to make this explicit"
@@ -488,14 +437,14 @@ class Storage:
         """Delete everything under ``key``; a missing directory is not an error."""
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm(self.path(key), recursive=True)
-        if self.scheme == "file" and os.path.isdir(self.path(key)):
+        if self.local_disk and os.path.isdir(self.path(key)):
             os.rmdir(self.path(key))
 
 
 # -- what a store's errors mean (s3fs/botocore for Storage, object_store for pylance) ----------------------------
 def is_not_found_error(error: BaseException) -> bool:
     """True when a pylance/fsspec error says the object does not exist. A refusal (403, bad key, missing
-    bucket) also says "does not exist" in its text; it is a failure, never an empty result."""
+    bucket) says "does not exist" too: a failure, never an empty result."""
     text = str(error).lower()
     if is_denied_error(error) or "nosuchbucket" in text or "bucket does not exist" in text:
         return False
@@ -531,8 +480,7 @@ _TRANSIENT_MARKERS = ("slowdown", "reduce your request rate", "503 service unava
 
 def is_transient_error(error: BaseException) -> bool:
     """True when the store throttled, failed internally or the connection failed even after the clients'
-    retries (botocore and s3fs retry 5 times each, object_store 10 times within 3 minutes): worth retrying the
-    whole operation."""
+    retries (botocore and s3fs 5 times each, object_store 10 within 3 minutes): worth retrying the operation."""
     module = type(error).__module__.partition(".")[0]
     text = str(error).lower()
     return (

@@ -11,32 +11,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import lance_namespace as ln
 import pyarrow as pa
-from lance_namespace import (
-    CreateEmptyTableRequest,
-    CreateEmptyTableResponse,
-    DeclareTableRequest,
-    DeclareTableResponse,
-    DeregisterTableRequest,
-    DeregisterTableResponse,
-    DescribeTableRequest,
-    DescribeTableResponse,
-    DropTableRequest,
-    DropTableResponse,
-    InternalError,
-    InvalidInputError,
-    ListTablesRequest,
-    ListTablesResponse,
-    NamespaceNotFoundError,
-    RegisterTableRequest,
-    RegisterTableResponse,
-    TableAlreadyExistsError,
-    TableExistsRequest,
-    TableExistsResponse,
-    TableNotFoundError,
-    TableVersionNotFoundError,
-    UnsupportedOperationError,
-)
 from lance_namespace_urllib3_client.models import TableBasicStats
 
 from airflow_provider_lance.namespace import identifiers as ids
@@ -48,14 +24,14 @@ from airflow_provider_lance.namespace.catalog import (
     Catalog,
     Table,
 )
-from airflow_provider_lance.namespace.data.datasets import open_dataset, tag_target
+from airflow_provider_lance.namespace.data.access import open_dataset, tag_target
 from airflow_provider_lance.namespace.data.schema import to_json_schema
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow
 from airflow_provider_lance.namespace.operation import namespace_errors
 
 
-def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTableResponse:
+def declare_table(catalog: Catalog, request: ln.DeclareTableRequest) -> ln.DeclareTableResponse:
     """DeclareTable: check the parent, pick the location, write ``.lance-reserved`` (put-if-not-exists), then
     (V2) insert the table row. A failure removes the marker this call wrote."""
     outcome = declare_tables(catalog, [request])[0]
@@ -64,10 +40,12 @@ def declare_table(catalog: Catalog, request: DeclareTableRequest) -> DeclareTabl
     return outcome
 
 
-def declare_tables(catalog: Catalog, requests: list[DeclareTableRequest]) -> list[DeclareTableResponse | BaseException]:
+def declare_tables(
+    catalog: Catalog, requests: list[ln.DeclareTableRequest]
+) -> list[ln.DeclareTableResponse | BaseException]:
     """DeclareTable for each request, their rows inserted in one group commit; each request's own response
     or error, as if each had been a call of its own (two requests of one table: the second fails)."""
-    outcomes: list[DeclareTableResponse | BaseException] = []
+    outcomes: list[ln.DeclareTableResponse | BaseException] = []
     reserved: list[tuple[int, list[str], str]] = []  # (request, identifier, location) with a marker written
     for at, request in enumerate(requests):
         try:
@@ -94,50 +72,50 @@ def declare_tables(catalog: Catalog, requests: list[DeclareTableRequest]) -> lis
             continue
         catalog.storage.delete_tree(location)
         if isinstance(error, DuplicateObjectError):
-            error = TableAlreadyExistsError(f"Table already exists: '{ids.object_id(parts)}'")
+            error = ln.TableAlreadyExistsError(f"Table already exists: '{ids.object_id(parts)}'")
         outcomes[at] = error
     return outcomes
 
 
-def reserve_table(catalog: Catalog, request: DeclareTableRequest) -> tuple[list[str], str]:
-    """The checks of a declare, then its ``.lance-reserved`` marker: the identifier and the location. The one
-    declare path of DeclareTable and BatchCommitTables. A table that exists, a location that is not empty and a
-    marker written first by a concurrent declare are all TableAlreadyExists (5): whoever wrote the marker
-    declared the table, as the reference answers a declare of an existing table."""
+def reserve_table(catalog: Catalog, request: ln.DeclareTableRequest) -> tuple[list[str], str]:
+    """The checks of a declare, then its ``.lance-reserved`` marker: the identifier and the location (for
+    DeclareTable and BatchCommitTables alike). An existing table, a location that is not empty and a marker
+    written first by a concurrent declare are all TableAlreadyExists, as the reference answers."""
     parts = ids.validate_identifier(request.id, "table")
     oid = ids.object_id(parts)
     if not catalog.config.manifest_enabled and len(parts) > 1:
-        raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
+        raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
     rows = catalog.rows(ids.object_id(parts[:-1]), oid)
     catalog.check_namespace(parts[:-1], rows)
     if oid in rows or catalog.v1_table(parts) is not None:
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}'")
     location = ids.table_location(parts, catalog.config.dir_listing_enabled)
     if request.location is not None:
         try:
-            requested = _location_from_request(catalog, request.location)
-        except InvalidInputError as error:  # say where the table goes, as the reference does, and why
-            raise InvalidInputError(
+            key = catalog.storage.key_of(request.location) if "://" in request.location else None
+            requested = ids.validate_relative_location(key if key is not None else request.location)
+        except ln.InvalidInputError as error:  # say where the table goes, as the reference does, and why
+            raise ln.InvalidInputError(
                 f"Cannot declare table {oid} at location {request.location}, must be at location "
                 f"{catalog.storage.uri(location)} ({error})"
             ) from None
         if not catalog.config.manifest_enabled and requested != location:
             # without a row only the listing finds a table: anywhere else it would be declared and never found
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Cannot declare table {oid} at location {request.location}, must be at location "
                 f"{catalog.storage.uri(location)}"
             )
         location = requested
     if catalog.storage.list_dir(location):  # one listing: a missing directory lists as empty
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
     if not catalog.storage.put_if_not_exists(f"{location}/{RESERVED_MARKER}", MARKER_CONTENT):
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}' (declared concurrently)")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}' (declared concurrently)")
     return parts, location
 
 
-def declared_response(catalog: Catalog, request: DeclareTableRequest, location: str) -> DeclareTableResponse:
+def declared_response(catalog: Catalog, request: ln.DeclareTableRequest, location: str) -> ln.DeclareTableResponse:
     """What a declare answers (DeclareTable and BatchCommitTables alike)."""
-    return DeclareTableResponse(
+    return ln.DeclareTableResponse(
         location=catalog.storage.uri(location),
         storage_options=catalog.response_storage_options(location, request),
         properties=dict(request.properties) if request.properties else None,
@@ -145,51 +123,46 @@ def declared_response(catalog: Catalog, request: DeclareTableRequest, location: 
     )
 
 
-def create_empty_table(catalog: Catalog, request: CreateEmptyTableRequest) -> CreateEmptyTableResponse:
-    """CreateEmptyTable (the interface's predecessor of DeclareTable): a declared table. Modes ``create``
-    (default) and ``exist_ok`` (answers the existing table); ``overwrite`` would delete data and per-table
-    ``storage_options`` cannot be kept by a directory namespace (one storage configuration): both refused."""
+def create_empty_table(catalog: Catalog, request: ln.CreateEmptyTableRequest) -> ln.CreateEmptyTableResponse:
+    """CreateEmptyTable (DeclareTable's predecessor), modes ``create`` and ``exist_ok``. ``overwrite`` (would
+    delete data) and per-table ``storage_options`` (one storage configuration per namespace) are refused."""
     mode = (request.mode or "create").lower()
     if mode not in ("create", "exist_ok", "existok"):
-        raise InvalidInputError(f"Invalid mode '{request.mode}' for CreateEmptyTable: expected create or exist_ok")
+        raise ln.InvalidInputError(f"Invalid mode '{request.mode}' for CreateEmptyTable: expected create or exist_ok")
     if request.storage_options:
-        raise UnsupportedOperationError("CreateEmptyTable with per-table storage_options is not supported")
+        raise ln.UnsupportedOperationError("CreateEmptyTable with per-table storage_options is not supported")
     try:
         declared = declare_table(
-            catalog, DeclareTableRequest(id=request.id, properties=request.properties, context=request.context)
+            catalog, ln.DeclareTableRequest(id=request.id, properties=request.properties, context=request.context)
         )
-    except TableAlreadyExistsError:
+    except ln.TableAlreadyExistsError:
         if mode == "create":
             raise
-        existing = describe_table(catalog, DescribeTableRequest(id=request.id, context=request.context))
-        return CreateEmptyTableResponse(
+        existing = describe_table(catalog, ln.DescribeTableRequest(id=request.id, context=request.context))
+        return ln.CreateEmptyTableResponse(
             location=existing.location,
             version=existing.version,
             storage_options=existing.storage_options,
             properties=existing.properties,
         )
-    return CreateEmptyTableResponse(
+    return ln.CreateEmptyTableResponse(
         location=declared.location, storage_options=declared.storage_options, properties=declared.properties
     )
 
 
-def _location_from_request(catalog: Catalog, location: str) -> str:
-    key = catalog.storage.key_of(location) if "://" in location else None
-    return ids.validate_relative_location(key if key is not None else location)
-
-
-def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesResponse:
+def list_tables(catalog: Catalog, request: ln.ListTablesRequest) -> ln.ListTablesResponse:
     """ListTables: manifest rows one level below the namespace, merged (root, compatibility mode) with the
     ``*.lance`` directories of the root; manifest entries win on duplicates."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
     if parts and not catalog.config.manifest_enabled:
-        raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
+        raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts)}'")
     merged = catalog.config.dir_listing_enabled and not parts  # the root in compatibility mode
     names: Iterator[str] = iter(())
     if catalog.config.manifest_enabled:
         catalog.check_namespace(parts, catalog.rows(ids.object_id(parts)))
         # in byte order and lazy: a page reads its names and no more (below the whole listing is merged)
-        names = catalog.manifest.child_names(ids.child_prefix(parts), TABLE, None if merged else request.page_token)
+        after = None if merged else request.page_token
+        names = catalog.manifest.index(ordered=True).child_names(ids.child_prefix(parts), TABLE, after)
     if merged:
         known = set(names)
         names = iter(known.union(_v1_table_names(catalog, known)))
@@ -199,12 +172,12 @@ def list_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesRespo
         page, token = ids.paginate(names, request.page_token, request.limit)
     else:
         page, token = ids.paginate_sorted(names, request.limit)
-    return ListTablesResponse(tables=page, page_token=token)
+    return ln.ListTablesResponse(tables=page, page_token=token)
 
 
 def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
-    """Root ``*.lance`` directories that are tables: one names-only listing of the root, then one listing per
-    candidate the manifest does not already list (a table with a row exists anyway)."""
+    """Root ``*.lance`` directories that are tables: one listing of the root, then one per candidate the
+    manifest does not already list."""
     names = []
     for entry in catalog.storage.list_names(""):
         if entry.endswith(ids.TABLE_SUFFIX) and entry != ids.TABLE_SUFFIX:
@@ -214,50 +187,32 @@ def _v1_table_names(catalog: Catalog, known: set[str]) -> list[str]:
     return names
 
 
-class _SchemaCache:
-    """The schemas of managed table versions by (table URI, version, the version's ``table_version`` row
-    metadata as stored): a row names one committed manifest (its path, size and e-tag), which never changes,
-    and a new commit of a number writes another row (another timestamp and e-tag), so a hit agrees with
-    storage. It saves the pylance open of every describe but the first of a version (measured: 0.5-4 ms on
-    local disk, several GETs on S3; docs/benchmarks.md, "Table version management")."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._schemas: dict[tuple[str, int, str | None], pa.Schema] = {}
-
-    def get(self, key: tuple[str, int, str | None]) -> pa.Schema | None:
-        return self._schemas.get(key)
-
-    def put(self, key: tuple[str, int, str | None], schema: pa.Schema) -> None:
-        if len(self._schemas) >= self._size:
-            self._schemas.clear()  # threads may race here: at worst a describe opens its table again
-        self._schemas[key] = schema
+# The schemas of managed table versions by (table URI, version, its ``table_version`` row metadata as stored):
+# a row names one committed manifest (path, size, e-tag), which never changes, and a new commit of a number
+# writes another row, so a hit agrees with storage. It saves the pylance open of every describe but the first
+# of a version (0.5-4 ms on local disk, several GETs on S3; docs/benchmarks.md, "Table version management").
+_SCHEMAS: dict[tuple[str, int, str | None], pa.Schema] = {}
 
 
-_SCHEMAS = _SchemaCache(4096)
-
-
-def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeTableResponse:
-    """DescribeTable: locate the table and return name, location and properties; with detailed metadata (the
-    default here, ``load_detailed_metadata`` unset or true) also open it with pylance for its version, schema
-    and (when asked for) stats. ``branch`` describes that branch's line, ``tag`` the version (and branch) the
-    tag names. ``load_detailed_metadata=false`` opens nothing: the version is given only when
-    known without opening (asked for and checked, or the latest managed one). A declared table without data
-    answers ``is_only_declared`` when the request sets ``check_declared``."""
+def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.DescribeTableResponse:
+    """DescribeTable: name, location and properties; unless ``load_detailed_metadata=false`` also the version
+    and schema from pylance (stats when it is true). ``branch`` describes that branch's line, ``tag`` the
+    version (and branch) it names. ``load_detailed_metadata=false`` opens nothing: the version only when known
+    without opening. ``check_declared``: a declared table without data answers ``is_only_declared``."""
     parts = ids.validate_identifier(request.id, "table")
     table = catalog.find_table(parts)
     version = None if request.version is None else ids.check_version(request.version)
     branch = request.branch
     if request.tag is not None:
         if request.version is not None or request.branch is not None:
-            raise InvalidInputError("DescribeTable takes a tag, or a version and a branch: not both")
+            raise ln.InvalidInputError("DescribeTable takes a tag, or a version and a branch: not both")
         version, branch = tag_target(open_dataset(catalog, table), table, request.tag)
     line, managed = versions.branch_line(catalog, table, branch)  # the table itself, or its branch
     if version is None and managed:  # the latest number from the rows and one names-only listing
         version = versions.known_versions(catalog, line, managed).latest
     else:
         versions.finish_pending(catalog, line)
-    response = DescribeTableResponse(
+    response = ln.DescribeTableResponse(
         table=parts[-1],
         namespace=parts[:-1],
         location=catalog.storage.uri(table.location),
@@ -287,14 +242,16 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
     dataset = None if declared_only else open_dataset(catalog, line, version)
     if dataset is None:
         if named:
-            raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
+            raise ln.TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
         if request.check_declared:
             response.is_only_declared = True
         return response
     response.version = dataset.version
     response.var_schema = to_json_schema(dataset.schema)
     if key and dataset.version == version:
-        _SCHEMAS.put(key, dataset.schema)
+        if len(_SCHEMAS) >= 4096:
+            _SCHEMAS.clear()  # threads may race here: at worst a describe opens its table again
+        _SCHEMAS[key] = dataset.schema
     if request.load_detailed_metadata:  # asked for explicitly: every detail, stats included
         fragments = [fragment.metadata for fragment in dataset.get_fragments()]
         response.stats = TableBasicStats(
@@ -303,20 +260,20 @@ def describe_table(catalog: Catalog, request: DescribeTableRequest) -> DescribeT
     return response
 
 
-def table_exists(catalog: Catalog, request: TableExistsRequest) -> TableExistsResponse:
+def table_exists(catalog: Catalog, request: ln.TableExistsRequest) -> ln.TableExistsResponse:
     """TableExists: answers if the table (and the requested version) exists, raises otherwise."""
     parts = ids.validate_identifier(request.id, "table")
     listed = request.version is None and catalog.config.dir_listing_enabled and len(parts) == 1
     if listed and catalog.v1_table(parts) is not None:
-        return TableExistsResponse()  # a root table found by its directory listing exists anyway
+        return ln.TableExistsResponse()  # a root table found by its directory listing exists anyway
     table = catalog.find_table(parts, listed=listed)  # no second listing of a root table just listed
     versions.finish_pending(catalog, table)
     if request.version is not None:
         versions.describe(catalog, table, request.version, catalog.managed())
-    return TableExistsResponse()
+    return ln.TableExistsResponse()
 
 
-def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterTableResponse:
+def register_table(catalog: Catalog, request: ln.RegisterTableRequest) -> ln.RegisterTableResponse:
     """RegisterTable: record an existing table directory (relative to the root) under an identifier.
     V1 only: re-register ``<name>.lance`` by removing its ``.lance-deregistered`` marker."""
     parts = ids.validate_identifier(request.id, "table")
@@ -325,48 +282,46 @@ def register_table(catalog: Catalog, request: RegisterTableRequest) -> RegisterT
     storage = catalog.storage
     if not catalog.config.manifest_enabled:
         if len(parts) > 1:
-            raise NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
+            raise ln.NamespaceNotFoundError(f"Namespace not found: '{ids.object_id(parts[:-1])}'")
         if location != ids.v1_location(parts[0]):
-            raise InvalidInputError(
+            raise ln.InvalidInputError(
                 f"Cannot register table {oid} at location {request.location}, must be at location "
                 f"{storage.uri(ids.v1_location(parts[0]))} (directory-listing mode)"
             )
         if catalog.v1_table(parts) is not None:
-            raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+            raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}'")
         if not storage.exists(f"{location}/{DEREGISTERED_MARKER}"):
-            raise TableNotFoundError(f"No deregistered table at '{location}'")
+            raise ln.TableNotFoundError(f"No deregistered table at '{location}'")
         storage.delete(f"{location}/{DEREGISTERED_MARKER}")
-        return RegisterTableResponse(location=request.location, properties=request.properties)
+        return ln.RegisterTableResponse(location=request.location, properties=request.properties)
     rows = catalog.rows(ids.object_id(parts[:-1]), oid)
     catalog.check_namespace(parts[:-1], rows)
     if oid in rows or catalog.v1_table(parts) is not None:
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}'")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}'")
     _check_location_is_free(catalog, location)
     try:
         catalog.insert_child(ManifestRow(oid, TABLE, location, dict(request.properties or {}) or None), parts[:-1])
     except DuplicateObjectError:
-        raise TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}'") from None
     if catalog.is_v1_location(Table(parts, location)):
         storage.delete(f"{location}/{DEREGISTERED_MARKER}")
-    return RegisterTableResponse(location=request.location, properties=request.properties)
+    return ln.RegisterTableResponse(location=request.location, properties=request.properties)
 
 
 def _check_location_is_free(catalog: Catalog, location: str) -> None:
     """Two tables never share bytes: the location must not be another table's, nor lie inside or around one
     (a table directory is one with ``_versions/``, or a registered location)."""
-    overlap = catalog.manifest.location_overlap(location)
+    overlap = catalog.manifest.index().location_overlap(location)
     if overlap is not None:
-        raise InvalidInputError(f"Invalid location '{location}': it overlaps table '{overlap[1]}' at '{overlap[0]}'")
+        raise ln.InvalidInputError(f"Invalid location '{location}': it overlaps table '{overlap[1]}' at '{overlap[0]}'")
     for ancestor in ["/".join(location.split("/")[:depth]) for depth in range(1, location.count("/") + 1)]:
         if catalog.storage.list_names(ids.versions_dir(ancestor)):
-            raise InvalidInputError(f"Invalid location '{location}': it lies inside the table at '{ancestor}'")
+            raise ln.InvalidInputError(f"Invalid location '{location}': it lies inside the table at '{ancestor}'")
 
 
-def deregister_table(catalog: Catalog, request: DeregisterTableRequest) -> DeregisterTableResponse:
-    """DeregisterTable: V2 deletes the row and keeps the files; V1 writes ``.lance-deregistered``.
-
-    In compatibility mode a root ``<name>.lance`` table deregistered through its row also gets the marker
-    (after the row is gone), so that the directory listing does not bring it back."""
+def deregister_table(catalog: Catalog, request: ln.DeregisterTableRequest) -> ln.DeregisterTableResponse:
+    """DeregisterTable: V2 deletes the row and keeps the files; V1 writes ``.lance-deregistered`` (also, after
+    the row, for a root ``<name>.lance`` table in compatibility mode: the listing must not bring it back)."""
     parts = ids.validate_identifier(request.id, "table")
     table = catalog.find_table(parts)
     marker = f"{table.location}/{DEREGISTERED_MARKER}"
@@ -375,11 +330,13 @@ def deregister_table(catalog: Catalog, request: DeregisterTableRequest) -> Dereg
         if catalog.is_v1_location(table):
             catalog.storage.put_if_not_exists(marker, MARKER_CONTENT)
     elif not catalog.storage.put_if_not_exists(marker, MARKER_CONTENT):
-        raise TableNotFoundError(f"Table not found: '{table.object_id}' (deregistered concurrently)")
-    return DeregisterTableResponse(id=parts, location=catalog.storage.uri(table.location), properties=table.properties)
+        raise ln.TableNotFoundError(f"Table not found: '{table.object_id}' (deregistered concurrently)")
+    return ln.DeregisterTableResponse(
+        id=parts, location=catalog.storage.uri(table.location), properties=table.properties
+    )
 
 
-def drop_table(catalog: Catalog, request: DropTableRequest) -> DropTableResponse:
+def drop_table(catalog: Catalog, request: ln.DropTableRequest) -> ln.DropTableResponse:
     """DropTable: V2 deletes the row (the commit point) then the directory; V1 deletes the directory and fails
     if anything is left."""
     parts = ids.validate_identifier(request.id, "table")
@@ -393,16 +350,16 @@ def drop_table(catalog: Catalog, request: DropTableRequest) -> DropTableResponse
     else:
         storage.delete_tree(table.location)
         if storage.list_dir(table.location):
-            raise InternalError(f"Drop of '{table.object_id}' left files behind; retry the drop")
+            raise ln.InternalError(f"Drop of '{table.object_id}' left files behind; retry the drop")
         # A table found by directory listing has no table row but may have table_version rows (managed commits
         # through this engine): left behind, they would block commits to a re-created table.
         if catalog.config.manifest_enabled and versions.version_rows(catalog, [table])[0]:
             catalog.manifest.delete_table_versions(table.object_id)
-    return DropTableResponse(id=parts, location=storage.uri(table.location), properties=table.properties)
+    return ln.DropTableResponse(id=parts, location=storage.uri(table.location), properties=table.properties)
 
 
 def _delete_table_rows(catalog: Catalog, table: Table) -> None:
     """Delete a table row and its ``table_version`` rows in one commit; TableNotFound if a concurrent call
-    deleted it first (exactly one caller wins)."""
+    won."""
     if catalog.manifest.delete_table(table.object_id) == 0:
-        raise TableNotFoundError(f"Table not found: '{table.object_id}' (removed concurrently)")
+        raise ln.TableNotFoundError(f"Table not found: '{table.object_id}' (removed concurrently)")

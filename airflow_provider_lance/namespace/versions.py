@@ -19,7 +19,6 @@ from typing import Any
 
 import lance
 import pyarrow as pa
-import pyarrow.compute as pc
 from lance_namespace import (
     BatchDeleteTableVersionsRequest,
     BatchDeleteTableVersionsResponse,
@@ -46,7 +45,6 @@ from airflow_provider_lance.namespace.manifest_rows import (
     VersionLine,
     rows_table,
 )
-from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import FileInfo
 from airflow_provider_lance.namespace.tuning import SMALL_FRAGMENT_ROWS
@@ -78,8 +76,7 @@ def branch_line(catalog: Catalog, table: Table, branch: str | None, writing: boo
 
 # -- what exists -----------------------------------------------------------------------------------------------
 def version_names(catalog: Catalog, table: Table) -> list[str]:
-    """The names in the table's ``_versions/`` (one listing, without the per-file ``stat`` of a detailed
-    local listing)."""
+    """The names in the table's ``_versions/`` (one names-only listing)."""
     return catalog.storage.list_names(ids.versions_dir(table.location))
 
 
@@ -89,8 +86,7 @@ def version_files(catalog: Catalog, table: Table) -> dict[int, TableVersion]:
 
 
 def _detailed_listing(catalog: Catalog, table: Table) -> tuple[dict[int, str], dict[int, TableVersion]]:
-    """The final manifests in ``_versions/`` by version: their names, and their versions described (one
-    detailed listing)."""
+    """The final manifests in ``_versions/`` by version: their names, and described (one detailed listing)."""
     directory = ids.versions_dir(table.location)
     names: dict[int, str] = {}
     found: dict[int, TableVersion] = {}
@@ -98,11 +94,11 @@ def _detailed_listing(catalog: Catalog, table: Table) -> tuple[dict[int, str], d
         parsed = ids.parse_manifest_name(name)
         if parsed is not None and info is not None:
             names[parsed[0]] = name
-            found[parsed[0]] = _file_version(catalog, parsed[0], f"{directory}/{name}", info)
+            found[parsed[0]] = file_version(catalog, parsed[0], f"{directory}/{name}", info)
     return names, found
 
 
-def _file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> TableVersion:
+def file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> TableVersion:
     return TableVersion(
         version=version,
         manifest_path=catalog.storage.object_path(key),
@@ -113,9 +109,8 @@ def _file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> T
 
 
 def version_line(catalog: Catalog, table: Table) -> VersionLine:
-    """The table's ``table_version`` rows in the operation's snapshot (found by id in the index, read once
-    per ``__manifest`` version and table; no Lance scan)."""
-    return catalog.manifest.version_line(table.object_id) if catalog.config.manifest_enabled else NO_VERSIONS
+    """The table's ``table_version`` rows in the operation's snapshot (``RowIndex.version_line``)."""
+    return catalog.manifest.index().version_line(table.object_id) if catalog.config.manifest_enabled else NO_VERSIONS
 
 
 def version_rows(catalog: Catalog, tables: Sequence[Table]) -> list[dict[int, ManifestRow]]:
@@ -143,10 +138,9 @@ def has_manifests(catalog: Catalog, table: Table) -> bool:
 
 @dataclass(frozen=True)
 class KnownVersions:
-    """Every version of a table, by number, from one listing of ``_versions/`` and (managed) its rows, which
-    win; a version is described only when asked for (:meth:`describe`). The listing is names-only on local
-    disk (no ``stat`` per file); a remote store's listing gives every file's size and e-tag at no cost
-    (``listed``)."""
+    """Every version of a table, from one listing of ``_versions/`` and (managed) its rows, which win; a version
+    is described only when asked for (:meth:`describe`). A remote store's listing describes every file at no
+    cost (``listed``); a local one is names-only (no ``stat`` per file)."""
 
     catalog: Catalog
     table: Table
@@ -163,15 +157,15 @@ class KnownVersions:
         return max(max(self.files, default=0), self.line.latest) or None
 
     def describe(self, numbers: Sequence[int]) -> list[TableVersion]:
-        """These versions (all known): a row's from its metadata (rows win), a file's from its listing (on
-        local disk one head request for one file, one detailed listing for several)."""
+        """These versions (all known): a row's from its metadata, a file's from its listing (locally one
+        ``stat`` for one file, one detailed listing for several)."""
         unrowed = [number for number in numbers if number not in self.line.rows]
         infos: dict[int, TableVersion] = self.listed if self.listed is not None else {}
         if unrowed and self.listed is None:  # not described by the listing
             if len(unrowed) == 1:
                 key = f"{ids.versions_dir(self.table.location)}/{self.files[unrowed[0]]}"
                 with contextlib.suppress(FileNotFoundError):  # removed since the listing: not found below
-                    infos = {unrowed[0]: _file_version(self.catalog, unrowed[0], key, self.catalog.storage.info(key))}
+                    infos = {unrowed[0]: file_version(self.catalog, unrowed[0], key, self.catalog.storage.info(key))}
             else:
                 infos = version_files(self.catalog, self.table)
         if any(number not in infos for number in unrowed):
@@ -194,13 +188,6 @@ def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersio
     if managed:
         finish_pending(catalog, table)
     return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS, listed)
-
-
-def all_versions(catalog: Catalog, table: Table, managed: bool) -> dict[int, TableVersion]:
-    """Every version: final files, and with management the rows (which win, after finishing them)."""
-    known = known_versions(catalog, table, managed)
-    numbers = sorted(known.numbers)
-    return dict(zip(numbers, known.describe(numbers), strict=True))
 
 
 def latest_version(catalog: Catalog, table: Table, managed: bool = True) -> TableVersion | None:
@@ -242,11 +229,9 @@ class _AlreadyRepointed(Exception):
 
 def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
     """Step (4): replace committed ``table_version`` rows by ``rows`` (pointing at their final manifests) in
-    one ``__manifest`` commit, a Lance Update: the small fragment a commit point wrote is rewritten with its
-    row swapped, a row in a larger fragment (merged by a compaction) gets a deletion vector and a new row; as
-    cheap as an insert, where pylance's merge-insert joins against every row (measured: 11-18 ms against
-    4-7 ms at 1,000 rows, docs/benchmarks.md "Table version management"). A row deleted meanwhile goes through
-    the merge-insert upsert, as before."""
+    one Lance Update (``fragments.fragments_holding``): as cheap as an insert, where pylance's merge-insert
+    joins against every row (4-7 ms against 11-18 ms at 1,000 rows, docs/benchmarks.md "Table version
+    management"). A row deleted meanwhile goes through the merge-insert upsert."""
     data = rows_table(rows)
     wanted = set(data["object_id"].to_pylist())
     metadata = dict(zip(data["object_id"].to_pylist(), data["metadata"].to_pylist(), strict=True))
@@ -267,11 +252,8 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
             fragments.delete_files(catalog.storage, ids.MANIFEST_DIR, written)  # no version holds them
             raise
 
-    def change(index: RowIndex) -> RowIndex:
-        return index.filtered(pc.invert(pc.is_in(index.table["object_id"], data["object_id"]))).appended(data)
-
     try:
-        catalog.manifest.commit(write, change)
+        catalog.manifest.commit(write, lambda index: index.replaced(data))
     except _RowsGone:
         catalog.manifest.upsert(rows)
     except _AlreadyRepointed:
@@ -279,10 +261,9 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
 
 
 def finish_pending(catalog: Catalog, table: Table) -> None:
-    """Finish every commit of the table that stopped after its row (an in-memory check of the table's rows
-    in the index; storage requests only for a pending one). Called by every engine read, list and commit that
-    touches the table, so that path-based readers see a committed version as soon as any engine call touches
-    it."""
+    """Finish every commit of the table that stopped after its row (storage requests only for a pending one).
+    Every engine read, list and commit of the table calls it, so that path-based readers see a committed
+    version as soon as any engine call touches it."""
     if catalog.managed():
         line = version_line(catalog, table)
         for version in line.staged:
@@ -311,11 +292,8 @@ def finish_all_pending(catalog: Catalog) -> list[tuple[list[str], int]]:
 
 def finalize(catalog: Catalog, staged_key: str, final_key: str, meta: dict[str, Any]) -> dict[str, Any]:
     """Copy staged → final (put-if-not-exists; idempotent), remove the staged file, and return the row
-    metadata pointing at the final manifest (its path, size and e-tag).
-
-    Several processes may finalize the same version at once (the committer and any reader that found the row
-    still staged); the staged file can vanish between the check and the read, when another finalizer has
-    already copied it, so a missing staged file falls back to the final one."""
+    metadata pointing at the final manifest (its path, size and e-tag). Several processes may finalize one
+    version at once (the committer, readers), so a staged file gone meanwhile falls back to the final one."""
     storage = catalog.storage
     try:
         created: bool | None = storage.copy_if_not_exists(staged_key, final_key)

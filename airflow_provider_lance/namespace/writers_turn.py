@@ -1,28 +1,20 @@
 """The writers' turn: who commits to one ``__manifest`` when, in a process and on a machine.
 
-A guarded append (fragments.py) fails on any concurrent commit, so writers that commit at the same time mostly
-waste their work: each loses, re-reads and tries again. Three turns, taken in this order and never another
-(so no two writers can wait on each other in a circle):
+A guarded append (fragments.py) fails on any concurrent commit, so writers committing at the same time mostly
+waste their work. Three turns, always taken in this order (so no two writers wait on each other in a circle):
 
-1. **Group commit** (:class:`GroupCommit`): the ``__manifest`` writes that threads of one instance make at the
-   same time are queued as requests; the first thread to find no group under way leads, takes every queued
-   request of its kind and commits them together (what a group commits: group_commit.py), the others wait.
-   When the commit is done each request has its own answer, and the first request that arrived meanwhile leads
-   the next group: nobody leads twice in a row. 32 threads declaring through one instance: 141 -> 640 writes/s.
-2. **The instance turn** (:class:`WritersTurn`, a re-entrant lock: maintenance commits inside a commit): the
-   leaders of this instance's groups and its other commits (merge-inserts, metadata, compaction) one at a
-   time; they would only conflict with each other.
-3. **The machine turn** (:class:`MachineTurn`): an advisory ``flock`` on a file of the machine's temporary
-   directory, one per catalog (never in the catalog), so writer processes of a machine commit one after the
-   other; a writer that waited reads the commit of the one before it (the fragments added since) and appends
-   on top of it at the first try. Threads of one process share it (they already hold the instance turn).
-   4 and 8 writer processes: 0.88x-1.72x -> 1.29x-1.95x the reference's writes/s (CHANGELOG).
+1. **Group commit** (:class:`GroupCommit`): concurrent writes of one instance's threads are queued; the first
+   thread to find no group under way leads and commits every queued request of its kind together
+   (group_commit.py); each request gets its own answer, and the first that arrived meanwhile leads the next
+   group. 32 threads declaring through one instance: 141 -> 640 writes/s.
+2. **The instance turn** (:class:`WritersTurn`, re-entrant: maintenance commits inside a commit): the
+   instance's group leaders and other commits, one at a time.
+3. **The machine turn** (:class:`MachineTurn`): an advisory ``flock`` per catalog in the machine's temporary
+   directory, so a machine's writer processes commit one after the other, each on top of the one before at the
+   first try. 4 and 8 writer processes: 0.88x-1.72x -> 1.29x-1.95x the reference's writes/s (CHANGELOG).
 
-Every wait is bounded by the one constant ``TURN_WAIT_SECONDS`` (tuning.py), for one reason: the holder may be
-blocked on what the waiter holds (a pylance writer through the namespace calls back from one of pylance's
-pool threads and blocks it while the holder's commit needs that pool; a stuck process), and going ahead
-without the turn is safe: the turns only save work, correctness stays with the guarded append and the retry of
-conflicting commits (writers on other machines are not in any turn; a process that dies releases its lock).
+Every wait is bounded by ``TURN_WAIT_SECONDS`` (tuning.py, with why): the turns only save work, correctness
+stays with the guarded append and the retry of conflicting commits.
 """
 
 from __future__ import annotations
@@ -57,8 +49,7 @@ _DIRECTORY = "airflow-provider-lance-turns"
 
 @dataclass(eq=False)
 class Request:
-    """One queued write of a ``kind`` (group_commit.py): ``rows`` to insert or upsert, or ``selection`` (the
-    rows to delete, described once: manifest_rows.py)."""
+    """One queued write of a ``kind`` (group_commit.py): ``rows`` to insert, or the ``selection`` to delete."""
 
     kind: str
     rows: pa.Table | None = None
@@ -80,10 +71,8 @@ class Request:
 
 
 class GroupCommit:
-    """Turn 1: the queue of one ``__manifest``'s writers in one process.
-
-    :param run: commits a group of requests (of one kind) and answers each of them.
-    """
+    """Turn 1: the queue of one ``__manifest``'s writers in one process; ``run`` commits a group of requests
+    (of one kind) and answers each of them."""
 
     def __init__(self, run: Callable[[list[Request]], None]) -> None:
         self._run = run
@@ -92,9 +81,8 @@ class GroupCommit:
         self._busy = False  # a leader is committing a group
 
     def submit_many(self, requests: list[Request]) -> None:
-        """Queue ``requests`` together, in order, and return once each is answered (its own result or error):
-        one thread's many writes join one group as the writes of many threads would (the REST server's batches
-        of declares)."""
+        """Queue ``requests`` together, in order, and return once each is answered (its own result or error),
+        as the writes of many threads would be (the REST server's batches of declares)."""
         with self._lock:
             for request in requests:
                 self._queue.append(request)
@@ -104,8 +92,7 @@ class GroupCommit:
             self._complete(request)
 
     def _complete(self, request: Request) -> None:
-        """Wait for a leader to answer ``request``, or lead its group; a request no leader takes within the
-        turn's bound commits alone."""
+        """Wait for a leader to answer ``request``, or lead its group; one no leader takes in time commits alone."""
         while not request.lead and not request._event.wait(TURN_WAIT_SECONDS):
             with self._lock:
                 if request in self._queue and not request.lead:  # no leader took it yet: commit it alone
@@ -149,14 +136,8 @@ class GroupCommit:
 
 
 class WritersTurn:
-    """The turns of one ``__manifest``'s writers in this process: the group commit, the instance turn and the
-    machine turn, in that order.
-
-    :param run_group: commits a group of requests (``ManifestTable``), in the instance and machine turns.
-    :param machine_key: what names the catalog on this machine (``Storage.catalog_key``); None: no machine turn
-        (``memory://`` catalogs are private to one instance).
-    :param released: called once the turn is released (work other writers need not wait for).
-    """
+    """The turns of one ``__manifest``'s writers in this process. ``machine_key``: ``Storage.catalog_key``, None
+    for no machine turn (``memory://``); ``released``: called once the turn is released."""
 
     def __init__(
         self, run_group: Callable[[list[Request]], None], machine_key: str | None, released: Callable[[], None]
@@ -184,10 +165,7 @@ class WritersTurn:
 
 
 class MachineTurn:
-    """Turn 3: the turn of one catalog's writers on this machine.
-
-    :param catalog_key: what names the catalog on this machine (its URI and endpoint).
-    """
+    """Turn 3: the turn of the writers of one catalog (``Storage.catalog_key``) on this machine."""
 
     def __init__(self, catalog_key: str) -> None:
         digest = hashlib.sha256(catalog_key.encode()).hexdigest()[:32]
@@ -200,14 +178,16 @@ class MachineTurn:
     @contextmanager
     def hold(self) -> Iterator[bool]:
         """Hold the turn while committing; yields whether another process held it first. Without the turn (no
-        lock on this platform, a directory that is not writable, a holder that did not finish within
-        ``TURN_WAIT_SECONDS``) the caller commits anyway."""
+        ``flock``, an unwritable directory, a holder past ``TURN_WAIT_SECONDS``) the caller commits anyway."""
         taken, waited = self._take()
         try:
             yield waited
         finally:
             if taken:
-                self._give_back()
+                with self._lock:
+                    self._holders -= 1
+                    if self._holders == 0 and self._descriptor is not None:
+                        fcntl.flock(self._descriptor, fcntl.LOCK_UN)
 
     def _take(self) -> tuple[bool, bool]:
         """(taken, waited for another process)."""
@@ -230,12 +210,6 @@ class MachineTurn:
             if time.monotonic() > deadline:
                 return False, True
             time.sleep(random.uniform(*TURN_POLL_SECONDS))
-
-    def _give_back(self) -> None:
-        with self._lock:
-            self._holders -= 1
-            if self._holders == 0 and self._descriptor is not None:
-                fcntl.flock(self._descriptor, fcntl.LOCK_UN)
 
     def _open(self) -> int | None:
         if fcntl is None:

@@ -13,7 +13,6 @@ import functools
 import inspect
 import json
 import ssl
-import typing
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import lance.namespace
 import lance_namespace as ln
 import pydantic
 
-from airflow_provider_lance.implementations import request_model
+from airflow_provider_lance.implementations import request_model, response_model, wants_mapping
 from airflow_provider_lance.rest.routes import ROUTES
 
 _ROUTES = {route.operation: route for route in ROUTES}
@@ -70,8 +69,7 @@ class RestNamespace(lance.namespace.RestNamespace):
 
     def _post(self, operation: str, request: Any) -> Any:
         route = _ROUTES[operation]
-        hints = typing.get_type_hints(getattr(ln.LanceNamespace, operation))
-        model: type[pydantic.BaseModel] = hints["request"]
+        model = request_model(operation)
         if not isinstance(request, model):
             request = model.model_validate(request or {})
         path = route.path
@@ -92,7 +90,7 @@ class RestNamespace(lance.namespace.RestNamespace):
             raise _namespace_error(error) from None
         except urllib.error.URLError as error:
             raise ln.ServiceUnavailableError(f"{operation}: the REST server at {self._uri} does not answer") from error
-        return hints["return"].model_validate(payload)
+        return response_model(operation).model_validate(payload)
 
     def _batch_create_table_versions(
         self, request: ln.BatchCreateTableVersionsRequest
@@ -134,7 +132,7 @@ def _checked(operation: str) -> Any:
     model = request_model(operation)
 
     # pylance's client takes a dict for a few operations and models for the others; callers send either
-    wants_dict = "dict" in str(inspect.signature(parent).parameters.get("request", "").annotation).lower()
+    wants_dict = wants_mapping(parent)
 
     @functools.wraps(parent)
     def method(self: RestNamespace, request: Any = None, *args: Any) -> Any:

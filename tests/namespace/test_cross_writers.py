@@ -33,12 +33,17 @@ def check_race(props: dict[str, str], kinds: list[str]) -> None:
     seen = {}
     for label, reader in (("ours", DirectoryNamespace(**props)), ("reference", ReferenceNamespace(**props))):
         namespaces = set(reader.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces)
-        tables = {
-            name: reader.list_tables(ln.ListTablesRequest(id=[name])).tables
-            for name in expected - {f"shared_{i}" for i in range(ROUNDS)}
-        }
+        tables = {name: _tables(reader, name) for name in expected - {f"shared_{i}" for i in range(ROUNDS)}}
         seen[label] = (namespaces ^ expected, {name: found for name, found in tables.items() if found != ["t"]})
     assert seen == {"ours": (set(), {}), "reference": (set(), {})}, (seen, outcomes)
+
+
+def _tables(reader: DirectoryNamespace | ReferenceNamespace, namespace: str) -> list[str] | str:
+    """The namespace's tables, or the error a reader answers (so that a failure shows both readers' views)."""
+    try:
+        return reader.list_tables(ln.ListTablesRequest(id=[namespace])).tables
+    except ln.LanceNamespaceError as error:
+        return f"{type(error).__name__}: {error}"
 
 
 def test_ours_and_the_reference_race_on_one_local_catalog(tmp_path: Path) -> None:

@@ -67,6 +67,29 @@ def test_nested_namespaces_and_properties(make_namespace, tmp_path):
     assert ours[4] == ("error", 2) and ours[5] == ("error", 1) and ours[16] == ("error", 3)
 
 
+def test_create_namespace_overwrite_replaces_the_properties(make_namespace, tmp_path):
+    """CreateNamespace with mode=overwrite on an existing namespace replaces its properties (one merge-insert
+    of its row; the spec's "overwrite"), its children stay. The reference refuses it (NamespaceAlreadyExists),
+    the one difference; a namespace that does not exist is created by both."""
+
+    def scenario(ns: LanceNamespace, root: Path) -> list:
+        return [
+            call(ns, "create_namespace", id=["a"], properties={"owner": "data", "tier": "gold"}),
+            call(ns, "create_namespace", id=["a", "b"]),
+            call(ns, "create_namespace", id=["a"], mode="overwrite", properties={"owner": "ops"}),
+            call(ns, "describe_namespace", id=["a"]),
+            call(ns, "list_namespaces", id=["a"]),
+            call(ns, "create_namespace", id=["c"], mode="overwrite", properties={"new": "1"}),
+            call(ns, "describe_namespace", id=["c"]),
+        ]
+
+    ours, reference = run_both(make_namespace, tmp_path, scenario)
+    assert ours[2] == ours[3] == ("ok", {"properties": {"owner": "ops"}})
+    assert reference[2] == ("error", 2)
+    assert [ours[i] for i in (0, 1, 4, 5, 6)] == [reference[i] for i in (0, 1, 4, 5, 6)]
+    assert ours[4] == ("ok", {"namespaces": ["b"]}) and ours[6] == ("ok", {"properties": {"new": "1"}})
+
+
 def test_root_and_child_tables_with_data(make_namespace, tmp_path):
     data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", "c"]})
 

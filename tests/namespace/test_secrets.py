@@ -69,7 +69,6 @@ def test_reprs_and_namespace_id() -> None:
         "namespace_id()": ns.namespace_id(),
         "repr(ns.manifest)": repr(ns.manifest),
         "repr(ns.storage.fs)": repr(ns.storage.fs),
-        "safe_options": repr(ns.storage.safe_options),
     }.items():
         _assert_clean(text, name)
 

@@ -1,12 +1,6 @@
-"""How a data-plane operation reaches a table's Lance dataset: locating the table, opening it for a read (a
-version, a branch) or for a write, decoding the Arrow IPC body, and turning pylance's failures into
-``lance_namespace`` errors.
-
-Writes with table version management go through the ``DirectoryNamespace`` facade (``Catalog.facade``):
-pylance opens the dataset through the namespace (``lance.dataset(namespace_client=..., table_id=...)``),
-stages each new manifest and commits it with CreateTableVersion, so every data-plane write becomes a
-``table_version`` row (seed 003). Without
-management, writes commit straight to ``_versions/`` as any pylance writer does.
+"""How a data-plane operation reaches a table's Lance dataset: locating it, opening it for a read or a write,
+decoding the Arrow IPC body, and pylance's failures as ``lance_namespace`` errors. With table version management
+pylance writes through the facade (``Catalog.facade``), so every write is a ``table_version`` row (seed 003).
 """
 
 from __future__ import annotations
@@ -15,23 +9,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
-from lance_namespace import (
-    InvalidInputError,
-    LanceNamespaceError,
-    TableBranchAlreadyExistsError,
-    TableBranchNotFoundError,
-    TableNotFoundError,
-    TableTagAlreadyExistsError,
-    TableTagNotFoundError,
-    TableVersionNotFoundError,
-    UnsupportedOperationError,
-)
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import versions
 from airflow_provider_lance.namespace.catalog import Catalog, Table
-from airflow_provider_lance.namespace.data.datasets import open_dataset
+from airflow_provider_lance.namespace.storage import is_not_found_error
 from airflow_provider_lance.namespace.versions import finish_pending
 
 # Phrases of pylance's error messages (its Python exceptions carry no kind) and what they mean.
@@ -55,27 +39,52 @@ _REF_NOT_FOUND = "Ref not found error"
 
 
 def locate(catalog: Catalog, identifier: list[str] | None) -> Table:
-    """The table named by a request's ``id`` (InvalidInput, NamespaceNotFound, TableNotFound), with any commit
-    that stopped after its row finished first (a data-plane read or write then sees it)."""
+    """The table named by a request's ``id``, any commit that stopped after its row finished first."""
     table = catalog.find_table(ids.validate_identifier(identifier, "table"))
     finish_pending(catalog, table)
     return table
 
 
+def open_dataset(catalog: Catalog, table: Table, version: int | None = None) -> lance.LanceDataset | None:
+    """The table's Lance dataset (at ``version``, else the latest), or None when it has no such version."""
+    try:
+        return lance.dataset(
+            catalog.storage.uri(table.location),
+            version=version,
+            storage_options=catalog.config.storage_options or None,
+        )
+    except (ValueError, OSError) as error:
+        if is_not_found_error(error):  # not a 403 or a missing bucket: those must fail
+            return None
+        raise
+
+
+def tag_not_found(table: Table, tag: str) -> ln.TableTagNotFoundError:
+    return ln.TableTagNotFoundError(f"Table tag not found: '{tag}' of '{table.object_id}'")
+
+
+def tag_target(dataset: lance.LanceDataset | None, table: Table, tag: str) -> tuple[int, str | None]:
+    """The version and branch that ``tag`` names (``dataset``: the table's, None when it is only declared);
+    TableTagNotFound when there is no such tag."""
+    tags = dataset.tags.list() if dataset is not None else {}
+    if tag not in tags:
+        raise tag_not_found(table, tag)
+    return tags[tag]["version"], tags[tag]["branch"]
+
+
 def read_ipc(request_data: bytes | None, operation_name: str) -> pa.Table:
     """The rows of an Arrow IPC stream body; InvalidInput when it is missing or malformed."""
     if not request_data:
-        raise InvalidInputError(f"Request data (Arrow IPC stream) is required for {operation_name}")
+        raise ln.InvalidInputError(f"Request data (Arrow IPC stream) is required for {operation_name}")
     try:
         return pa.ipc.open_stream(pa.BufferReader(request_data)).read_all()
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
-        raise InvalidInputError(f"Invalid Arrow IPC stream for {operation_name}: {error}") from None
+        raise ln.InvalidInputError(f"Invalid Arrow IPC stream for {operation_name}: {error}") from None
 
 
 def table_dataset(catalog: Catalog, table: Table, version: int | None = None) -> lance.LanceDataset:
-    """The table's dataset (the latest version, or ``version``): with management the latest is the one
-    ``__manifest`` commits (a commit left half-done is finished first). TableNotFound for a table that is
-    only declared, TableVersionNotFound for a missing version."""
+    """The table's dataset (the latest version, with management ``__manifest``'s, or ``version``); TableNotFound
+    for a table that is only declared, TableVersionNotFound for a missing version."""
     if version is None and catalog.managed():
         latest = versions.latest_version(catalog, table)
         version = latest.version if latest else None
@@ -83,8 +92,8 @@ def table_dataset(catalog: Catalog, table: Table, version: int | None = None) ->
     if dataset is not None:
         return dataset
     if version is not None and versions.has_manifests(catalog, table):
-        raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
-    raise TableNotFoundError(f"Table '{table.object_id}' has no data (it is only declared)")
+        raise ln.TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
+    raise ln.TableNotFoundError(f"Table '{table.object_id}' has no data (it is only declared)")
 
 
 def read_dataset(
@@ -100,12 +109,11 @@ def read_dataset(
 
 
 def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> lance.LanceDataset:
-    """The dataset a write goes to. With management it is opened through the namespace (``Catalog.facade``), so that
-    each commit is a managed version; a branch write is then refused (its versions are not main-line
-    versions, and ``__manifest`` tracks only those)."""
+    """The dataset a write goes to; with management opened through the facade, and a branch write refused
+    (``__manifest`` tracks only main-line versions)."""
     if catalog.managed():
         if branch is not None:
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 f"Writes to branch '{branch}' are not supported with table version management"
             )
         table_dataset(catalog, table)  # TableNotFound for a table that is only declared
@@ -117,7 +125,7 @@ def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> 
 def check_branch(dataset: lance.LanceDataset, table: Table, branch: str) -> None:
     """TableBranchNotFound unless the table has this branch."""
     if branch not in dataset.branches.list():
-        raise TableBranchNotFoundError(f"Table branch not found: '{branch}' of '{table.object_id}'")
+        raise ln.TableBranchNotFoundError(f"Table branch not found: '{branch}' of '{table.object_id}'")
 
 
 def transaction_id(dataset: lance.LanceDataset) -> str | None:
@@ -128,23 +136,22 @@ def transaction_id(dataset: lance.LanceDataset) -> str | None:
 
 @contextmanager
 def pylance_errors(what: str, reference: str = "") -> Iterator[None]:
-    """pylance's failures as ``lance_namespace`` errors: tags and branches (``reference`` names the tag or
-    branch), missing versions, and user input pylance rejects (predicates, expressions, columns). Anything
-    else is left to :func:`~airflow_provider_lance.namespace.operation.namespace_errors` (Internal)."""
+    """pylance's failures as ``lance_namespace`` errors: tags and branches (``reference`` names one), missing
+    versions, input pylance rejects; anything else is left to ``operation.namespace_errors``."""
     try:
         yield
-    except LanceNamespaceError:
+    except ln.LanceNamespaceError:
         raise
     except (ValueError, OSError, RuntimeError, TypeError) as error:
         message = str(error)
         if _REF_CONFLICT in message:
-            kind = TableBranchAlreadyExistsError if "branch" in message.lower() else TableTagAlreadyExistsError
+            kind = ln.TableBranchAlreadyExistsError if "branch" in message.lower() else ln.TableTagAlreadyExistsError
             raise kind(f"{what}: '{reference}' already exists") from None
         if _REF_NOT_FOUND in message:
-            kind = TableBranchNotFoundError if "branch" in message.lower() else TableTagNotFoundError
+            kind = ln.TableBranchNotFoundError if "branch" in message.lower() else ln.TableTagNotFoundError
             raise kind(f"{what}: '{reference}' not found") from None
         if any(marker in message for marker in _VERSION_NOT_FOUND):
-            raise TableVersionNotFoundError(f"{what}: {message}") from None
+            raise ln.TableVersionNotFoundError(f"{what}: {message}") from None
         if any(marker in message for marker in _INVALID_INPUT):
-            raise InvalidInputError(f"{what}: {message}") from None
+            raise ln.InvalidInputError(f"{what}: {message}") from None
         raise

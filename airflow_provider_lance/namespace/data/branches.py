@@ -6,18 +6,7 @@ Branches are pylance's (``tree/<name>/``). With table version management they ar
 
 from __future__ import annotations
 
-from lance_namespace import (
-    CreateTableBranchRequest,
-    CreateTableBranchResponse,
-    DeleteTableBranchRequest,
-    DeleteTableBranchResponse,
-    ListTableBranchesRequest,
-    ListTableBranchesResponse,
-    RestoreTableRequest,
-    RestoreTableResponse,
-    TableBranchAlreadyExistsError,
-    UnsupportedOperationError,
-)
+import lance_namespace as ln
 from lance_namespace_urllib3_client.models import BranchContents
 
 from airflow_provider_lance.namespace import identifiers as ids
@@ -32,23 +21,23 @@ from airflow_provider_lance.namespace.data.access import (
 )
 
 
-def create_table_branch(catalog: Catalog, request: CreateTableBranchRequest) -> CreateTableBranchResponse:
+def create_table_branch(catalog: Catalog, request: ln.CreateTableBranchRequest) -> ln.CreateTableBranchResponse:
     """CreateTableBranch: branch ``name`` off ``from_version`` (default: the latest) of ``from_branch``
     (default: main). Refused (Unsupported) with table version management."""
     if catalog.managed():
-        raise UnsupportedOperationError("Branches are not supported with table version management")
+        raise ln.UnsupportedOperationError("Branches are not supported with table version management")
     table = locate(catalog, request.id)
     dataset = table_dataset(catalog, table)
     if request.name in dataset.branches.list():
-        raise TableBranchAlreadyExistsError(f"Table branch already exists: '{request.name}' of '{table.object_id}'")
+        raise ln.TableBranchAlreadyExistsError(f"Table branch already exists: '{request.name}' of '{table.object_id}'")
     if request.from_branch is not None:
         check_branch(dataset, table, request.from_branch)
     with pylance_errors(f"branch of '{table.object_id}'", request.name):
         dataset.create_branch(request.name, (request.from_branch, request.from_version))
-    return CreateTableBranchResponse()
+    return ln.CreateTableBranchResponse()
 
 
-def list_table_branches(catalog: Catalog, request: ListTableBranchesRequest) -> ListTableBranchesResponse:
+def list_table_branches(catalog: Catalog, request: ln.ListTableBranchesRequest) -> ln.ListTableBranchesResponse:
     """ListTableBranches: branches by name with their parent branch and version, creation time (seconds)
     and manifest size, paged by name."""
     table = locate(catalog, request.id)
@@ -64,24 +53,24 @@ def list_table_branches(catalog: Catalog, request: ListTableBranchesRequest) -> 
         )
         for name in page
     }
-    return ListTableBranchesResponse(branches=contents, page_token=token)
+    return ln.ListTableBranchesResponse(branches=contents, page_token=token)
 
 
-def delete_table_branch(catalog: Catalog, request: DeleteTableBranchRequest) -> DeleteTableBranchResponse:
+def delete_table_branch(catalog: Catalog, request: ln.DeleteTableBranchRequest) -> ln.DeleteTableBranchResponse:
     """DeleteTableBranch: remove a branch and its versions (TableBranchNotFound if there is none)."""
     table = locate(catalog, request.id)
     dataset = table_dataset(catalog, table)
     check_branch(dataset, table, request.name)
     with pylance_errors(f"branch of '{table.object_id}'", request.name):
         dataset.branches.delete(request.name)
-    return DeleteTableBranchResponse()
+    return ln.DeleteTableBranchResponse()
 
 
-def restore_table(catalog: Catalog, request: RestoreTableRequest) -> RestoreTableResponse:
+def restore_table(catalog: Catalog, request: ln.RestoreTableRequest) -> ln.RestoreTableResponse:
     """RestoreTable: make ``version`` (of ``branch``) the latest again, as a new version."""
     table = locate(catalog, request.id)
     dataset = write_dataset(catalog, table, request.branch)
     with pylance_errors(f"restore of '{table.object_id}'"):
         restored = dataset.checkout_version((request.branch, request.version))
         restored.restore()
-    return RestoreTableResponse(transaction_id=transaction_id(restored))
+    return ln.RestoreTableResponse(transaction_id=transaction_id(restored))

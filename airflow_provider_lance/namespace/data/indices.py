@@ -1,9 +1,5 @@
 """Table indices: CreateTableIndex, CreateTableScalarIndex, ListTableIndices, DescribeTableIndexStats,
-DropTableIndex.
-
-Index types are pylance's: vector (``IVF_FLAT``, ``IVF_PQ``, ``IVF_SQ``, ``IVF_RQ``, ``IVF_HNSW_FLAT``,
-``IVF_HNSW_PQ``, ``IVF_HNSW_SQ``) and scalar (``BTREE``, ``BITMAP``, ``LABEL_LIST``, ``INVERTED``/``FTS``,
-``NGRAM``, ``ZONEMAP``, ``BLOOMFILTER``). An index is named ``<column>_idx`` unless ``name`` is given; a
+DropTableIndex. Index types are pylance's; an index is named ``<column>_idx`` unless ``name`` is given, and a
 name in use is TableIndexAlreadyExists (nothing is replaced).
 """
 
@@ -13,21 +9,7 @@ import json
 from typing import Any
 
 import lance
-from lance_namespace import (
-    CreateTableIndexRequest,
-    CreateTableIndexResponse,
-    CreateTableScalarIndexResponse,
-    DescribeTableIndexStatsRequest,
-    DescribeTableIndexStatsResponse,
-    DropTableIndexRequest,
-    DropTableIndexResponse,
-    InvalidInputError,
-    ListTableIndicesRequest,
-    ListTableIndicesResponse,
-    TableColumnNotFoundError,
-    TableIndexAlreadyExistsError,
-    TableIndexNotFoundError,
-)
+import lance_namespace as ln
 from lance_namespace_urllib3_client.models import IndexContent
 
 from airflow_provider_lance.namespace import identifiers as ids
@@ -65,30 +47,32 @@ _TEXT_OPTIONS = (
 )
 
 
-def create_table_index(catalog: Catalog, request: CreateTableIndexRequest) -> CreateTableIndexResponse:
+def create_table_index(catalog: Catalog, request: ln.CreateTableIndexRequest) -> ln.CreateTableIndexResponse:
     """CreateTableIndex: build a vector or scalar index on ``column`` (``distance_type``: l2, cosine, dot,
     hamming for vector indices)."""
-    return CreateTableIndexResponse(transaction_id=_create(catalog, request, VECTOR_TYPES | SCALAR_TYPES))
+    return ln.CreateTableIndexResponse(transaction_id=_create(catalog, request, VECTOR_TYPES | SCALAR_TYPES))
 
 
-def create_table_scalar_index(catalog: Catalog, request: CreateTableIndexRequest) -> CreateTableScalarIndexResponse:
+def create_table_scalar_index(
+    catalog: Catalog, request: ln.CreateTableIndexRequest
+) -> ln.CreateTableScalarIndexResponse:
     """CreateTableScalarIndex: CreateTableIndex restricted to scalar index types."""
-    return CreateTableScalarIndexResponse(transaction_id=_create(catalog, request, SCALAR_TYPES))
+    return ln.CreateTableScalarIndexResponse(transaction_id=_create(catalog, request, SCALAR_TYPES))
 
 
-def _create(catalog: Catalog, request: CreateTableIndexRequest, allowed: frozenset[str]) -> str | None:
+def _create(catalog: Catalog, request: ln.CreateTableIndexRequest, allowed: frozenset[str]) -> str | None:
     index_type = request.index_type.upper()
     if index_type not in VECTOR_TYPES | SCALAR_TYPES:
-        raise InvalidInputError(f"Unsupported index_type {request.index_type!r}")
+        raise ln.InvalidInputError(f"Unsupported index_type {request.index_type!r}")
     if index_type not in allowed:
-        raise InvalidInputError(f"create_table_scalar_index only supports scalar index types, got {index_type}")
+        raise ln.InvalidInputError(f"create_table_scalar_index only supports scalar index types, got {index_type}")
     table = locate(catalog, request.id)
     dataset = write_dataset(catalog, table, request.branch)
     if request.column not in dataset.schema.names:
-        raise TableColumnNotFoundError(f"Column '{request.column}' not found in '{table.object_id}'")
+        raise ln.TableColumnNotFoundError(f"Column '{request.column}' not found in '{table.object_id}'")
     name = request.name or f"{request.column}_idx"
     if name in _index_names(dataset):
-        raise TableIndexAlreadyExistsError(f"Index '{name}' already exists on '{table.object_id}'")
+        raise ln.TableIndexAlreadyExistsError(f"Index '{name}' already exists on '{table.object_id}'")
     with pylance_errors(f"index of '{table.object_id}'"):
         if index_type in VECTOR_TYPES:
             options = _options(request, _VECTOR_OPTIONS)
@@ -100,7 +84,7 @@ def _create(catalog: Catalog, request: CreateTableIndexRequest, allowed: frozens
     return transaction_id(dataset)
 
 
-def _options(request: CreateTableIndexRequest, names: tuple[str, ...]) -> dict[str, Any]:
+def _options(request: ln.CreateTableIndexRequest, names: tuple[str, ...]) -> dict[str, Any]:
     return {name: getattr(request, name) for name in names if getattr(request, name) is not None}
 
 
@@ -110,11 +94,11 @@ def _index_names(dataset: lance.LanceDataset) -> list[str]:
 
 def _require_index(dataset: lance.LanceDataset, table: Table, name: str | None) -> str:
     if not name or name not in _index_names(dataset):
-        raise TableIndexNotFoundError(f"Table index not found: '{name}' on '{table.object_id}'")
+        raise ln.TableIndexNotFoundError(f"Table index not found: '{name}' on '{table.object_id}'")
     return name
 
 
-def list_table_indices(catalog: Catalog, request: ListTableIndicesRequest) -> ListTableIndicesResponse:
+def list_table_indices(catalog: Catalog, request: ln.ListTableIndicesRequest) -> ln.ListTableIndicesResponse:
     """ListTableIndices: every index of the table (at ``version`` of ``branch``), by name, paged."""
     table = locate(catalog, request.id)
     dataset = read_dataset(catalog, table, request.version, request.branch)
@@ -122,7 +106,7 @@ def list_table_indices(catalog: Catalog, request: ListTableIndicesRequest) -> Li
         described = {index.name: index for index in dataset.describe_indices()}
         page, token = ids.paginate(described, request.page_token, request.limit)
         contents = [_content(dataset, described[name]) for name in page]
-    return ListTableIndicesResponse(indexes=contents, page_token=token)
+    return ln.ListTableIndicesResponse(indexes=contents, page_token=token)
 
 
 def _content(dataset: lance.LanceDataset, index: Any) -> IndexContent:
@@ -147,8 +131,8 @@ def _content(dataset: lance.LanceDataset, index: Any) -> IndexContent:
 
 
 def describe_table_index_stats(
-    catalog: Catalog, request: DescribeTableIndexStatsRequest
-) -> DescribeTableIndexStatsResponse:
+    catalog: Catalog, request: ln.DescribeTableIndexStatsRequest
+) -> ln.DescribeTableIndexStatsResponse:
     """DescribeTableIndexStats: type, distance, and indexed / unindexed row counts of one index."""
     table = locate(catalog, request.id)
     dataset = read_dataset(catalog, table, request.version, request.branch)
@@ -156,7 +140,7 @@ def describe_table_index_stats(
     with pylance_errors(f"index stats of '{table.object_id}'"):
         statistics = dataset.stats.index_stats(name)
     metric = next((index.get("metric_type") for index in statistics.get("indices", [])), None)
-    return DescribeTableIndexStatsResponse(
+    return ln.DescribeTableIndexStatsResponse(
         index_type=statistics.get("index_type"),
         distance_type=metric,
         num_indexed_rows=statistics.get("num_indexed_rows"),
@@ -165,11 +149,11 @@ def describe_table_index_stats(
     )
 
 
-def drop_table_index(catalog: Catalog, request: DropTableIndexRequest) -> DropTableIndexResponse:
+def drop_table_index(catalog: Catalog, request: ln.DropTableIndexRequest) -> ln.DropTableIndexResponse:
     """DropTableIndex: remove the index named ``index_name`` (TableIndexNotFound if there is none)."""
     table = locate(catalog, request.id)
     dataset = write_dataset(catalog, table, request.branch)
     name = _require_index(dataset, table, request.index_name)
     with pylance_errors(f"drop of index '{name}'"):
         dataset.drop_index(name)
-    return DropTableIndexResponse(transaction_id=transaction_id(dataset))
+    return ln.DropTableIndexResponse(transaction_id=transaction_id(dataset))

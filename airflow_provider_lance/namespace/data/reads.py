@@ -1,9 +1,6 @@
 """Reading rows and facts about them: CountTableRows, QueryTable, ExplainTableQueryPlan,
-AnalyzeTableQueryPlan, GetTableStats, DescribeTransaction, ListAllTables.
-
-Reads take ``version`` and ``branch`` where the request has them. QueryTable answers with an Arrow IPC file
-(as the reference does); its ``vector`` is an object (``single_vector`` or ``multi_vector``), empty for a
-plain scan.
+AnalyzeTableQueryPlan, GetTableStats, DescribeTransaction, ListAllTables. Reads take ``version`` and ``branch``
+where the request has them.
 """
 
 from __future__ import annotations
@@ -11,26 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
-from lance_namespace import (
-    AlterTransactionRequest,
-    AlterTransactionResponse,
-    AnalyzeTableQueryPlanRequest,
-    CountTableRowsRequest,
-    CountTableRowsResponse,
-    DescribeTransactionRequest,
-    DescribeTransactionResponse,
-    ExplainTableQueryPlanRequest,
-    GetTableStatsRequest,
-    GetTableStatsResponse,
-    InvalidInputError,
-    ListTablesRequest,
-    ListTablesResponse,
-    QueryTableRequest,
-    QueryTableResponse,
-    TransactionNotFoundError,
-    UnsupportedOperationError,
-)
 from lance_namespace_urllib3_client.models import FragmentStats, FragmentSummary
 
 from airflow_provider_lance.namespace import identifiers as ids
@@ -43,18 +22,18 @@ from airflow_provider_lance.namespace.manifest_rows import TABLE
 # ``target_rows_per_fragment`` of compaction.
 SMALL_FRAGMENT_ROWS = 1024 * 1024
 _PERCENTILES = (25, 50, 75, 99)
-_QueryLike = QueryTableRequest | AnalyzeTableQueryPlanRequest
+_QueryLike = ln.QueryTableRequest | ln.AnalyzeTableQueryPlanRequest
 
 
-def count_table_rows(catalog: Catalog, request: CountTableRowsRequest) -> CountTableRowsResponse:
+def count_table_rows(catalog: Catalog, request: ln.CountTableRowsRequest) -> ln.CountTableRowsResponse:
     """CountTableRows: the rows matching ``predicate`` (all without one) at ``version`` of ``branch``."""
     table = locate(catalog, request.id)
     dataset = read_dataset(catalog, table, request.version, request.branch)
     with pylance_errors(f"count of '{table.object_id}'"):
-        return CountTableRowsResponse(count=dataset.count_rows(request.predicate))
+        return ln.CountTableRowsResponse(count=dataset.count_rows(request.predicate))
 
 
-def query_table(catalog: Catalog, request: QueryTableRequest) -> QueryTableResponse:
+def query_table(catalog: Catalog, request: ln.QueryTableRequest) -> ln.QueryTableResponse:
     """QueryTable: a scan (``filter``, ``columns``, ``k`` as the limit, ``offset``), a vector search
     (``vector`` on ``vector_column``, default ``vector``) or a full-text search (``full_text_query``, needs
     an FTS index). The rows come back as an Arrow IPC file."""
@@ -64,17 +43,17 @@ def query_table(catalog: Catalog, request: QueryTableRequest) -> QueryTableRespo
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, result.schema) as writer:
         writer.write_table(result)
-    return QueryTableResponse(data=sink.getvalue().to_pybytes())
+    return ln.QueryTableResponse(data=sink.getvalue().to_pybytes())
 
 
-def explain_table_query_plan(catalog: Catalog, request: ExplainTableQueryPlanRequest) -> str:
+def explain_table_query_plan(catalog: Catalog, request: ln.ExplainTableQueryPlanRequest) -> str:
     """ExplainTableQueryPlan: the physical plan of ``query`` (``verbose`` for more detail)."""
     scanner = _scanner(catalog, request.query, request.branch or request.query.branch, request.id)
     with pylance_errors("explain"):
         return scanner.explain_plan(verbose=bool(request.verbose))
 
 
-def analyze_table_query_plan(catalog: Catalog, request: AnalyzeTableQueryPlanRequest) -> str:
+def analyze_table_query_plan(catalog: Catalog, request: ln.AnalyzeTableQueryPlanRequest) -> str:
     """AnalyzeTableQueryPlan: run the query and return its plan with the measured metrics."""
     scanner = _scanner(catalog, request, request.branch)
     with pylance_errors("analyze"):
@@ -129,14 +108,14 @@ def _full_text(query: _QueryLike) -> str | dict[str, Any]:
     """A string full-text query (optionally on some columns); structured queries are InvalidInput."""
     full_text = query.full_text_query
     if full_text is None or full_text.string_query is None:
-        raise InvalidInputError("Only string full-text queries are supported (full_text_query.string_query)")
+        raise ln.InvalidInputError("Only string full-text queries are supported (full_text_query.string_query)")
     string_query = full_text.string_query
     if string_query.columns:
         return {"query": string_query.query, "columns": list(string_query.columns)}
     return string_query.query
 
 
-def get_table_stats(catalog: Catalog, request: GetTableStatsRequest) -> GetTableStatsResponse:
+def get_table_stats(catalog: Catalog, request: ln.GetTableStatsRequest) -> ln.GetTableStatsResponse:
     """GetTableStats: bytes on disk, rows, indices and the distribution of fragment lengths (physical rows;
     a fragment under ``SMALL_FRAGMENT_ROWS`` rows is small)."""
     table = locate(catalog, request.id)
@@ -146,7 +125,7 @@ def get_table_stats(catalog: Catalog, request: GetTableStatsRequest) -> GetTable
         total_bytes = sum(field.bytes_on_disk for field in dataset.stats.data_stats().fields)
         num_rows = dataset.count_rows()
         num_indices = len(dataset.describe_indices())
-    return GetTableStatsResponse(
+    return ln.GetTableStatsResponse(
         total_bytes=total_bytes,
         num_rows=num_rows,
         num_indices=num_indices,
@@ -166,20 +145,23 @@ def _summary(lengths: list[int]) -> FragmentSummary:
     return FragmentSummary(min=lengths[0], max=lengths[-1], mean=sum(lengths) // len(lengths), **percentiles)
 
 
-def describe_transaction(catalog: Catalog, request: DescribeTransactionRequest) -> DescribeTransactionResponse:
+def describe_transaction(catalog: Catalog, request: ln.DescribeTransactionRequest) -> ln.DescribeTransactionResponse:
     """DescribeTransaction: ``id`` is the table id followed by a transaction: the version it made, or the
     ``transaction_id`` (uuid) a write answered with. Every committed transaction has SUCCEEDED."""
     parts = ids.validate_identifier(request.id, "transaction")
     if len(parts) < 2:
-        raise InvalidInputError(f"Transaction id must be a table id followed by a transaction, got {parts!r}")
+        raise ln.InvalidInputError(f"Transaction id must be a table id followed by a transaction, got {parts!r}")
     table = catalog.find_table(parts[:-1])
     dataset = table_dataset(catalog, table)
     wanted = parts[-1]
     candidates = [int(wanted)] if wanted.isdigit() else [v["version"] for v in reversed(dataset.versions())]
     for version in candidates:
-        transaction = _transaction(dataset, version)
+        try:
+            transaction = dataset.read_transaction(version)
+        except (ValueError, OSError):  # no such version
+            continue
         if transaction is not None and (wanted.isdigit() or transaction.uuid == wanted):
-            return DescribeTransactionResponse(
+            return ln.DescribeTransactionResponse(
                 status="SUCCEEDED",
                 properties={
                     "uuid": transaction.uuid,
@@ -189,43 +171,35 @@ def describe_transaction(catalog: Catalog, request: DescribeTransactionRequest) 
                     **(transaction.transaction_properties or {}),
                 },
             )
-    raise TransactionNotFoundError(f"Transaction not found: '{wanted}' of '{table.object_id}'")
+    raise ln.TransactionNotFoundError(f"Transaction not found: '{wanted}' of '{table.object_id}'")
 
 
-def alter_transaction(catalog: Catalog, request: AlterTransactionRequest) -> AlterTransactionResponse:
-    """AlterTransaction: a Lance transaction is immutable once committed (every one here has SUCCEEDED), so
-    an action that would change it is refused (Unsupported) instead of being ignored as the reference does;
-    setting the status it already has changes nothing. Answers the transaction as DescribeTransaction."""
-    described = describe_transaction(catalog, DescribeTransactionRequest(id=request.id))
+def alter_transaction(catalog: Catalog, request: ln.AlterTransactionRequest) -> ln.AlterTransactionResponse:
+    """AlterTransaction: a committed Lance transaction is immutable, so an action that would change it is
+    refused (Unsupported; the reference ignores it); setting the status it has changes nothing."""
+    described = describe_transaction(catalog, ln.DescribeTransactionRequest(id=request.id))
     for action in request.actions:
         status = action.set_status_action.status if action.set_status_action is not None else None
         if status is None or status.replace("_", "").upper() != described.status:
-            raise UnsupportedOperationError(
+            raise ln.UnsupportedOperationError(
                 f"Committed transactions are immutable: cannot apply {action.model_dump(exclude_none=True)}"
             )
-    return AlterTransactionResponse(status=described.status, properties=described.properties)
+    return ln.AlterTransactionResponse(status=described.status, properties=described.properties)
 
 
-def _transaction(dataset: lance.LanceDataset, version: int) -> Any:
-    try:
-        return dataset.read_transaction(version)
-    except (ValueError, OSError):  # no such version
-        return None
-
-
-def list_all_tables(catalog: Catalog, request: ListTablesRequest) -> ListTablesResponse:
+def list_all_tables(catalog: Catalog, request: ln.ListTablesRequest) -> ln.ListTablesResponse:
     """ListAllTables: every table below the namespace ``id`` (the root by default) at any depth, as object
     ids relative to it (``ns$table``), sorted and paged like ListTables."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
-    direct = tables.list_tables(catalog, ListTablesRequest(id=parts, include_declared=request.include_declared))
+    direct = tables.list_tables(catalog, ln.ListTablesRequest(id=parts, include_declared=request.include_declared))
     names = set(direct.tables)
     if catalog.config.manifest_enabled:
         prefix = ids.child_prefix(parts)
-        for oid in catalog.manifest.child_ids(prefix, TABLE):
+        for oid in catalog.manifest.index().descendants(prefix, TABLE)["object_id"].to_pylist():
             if request.include_declared is False and not versions.has_manifests(
                 catalog, catalog.find_table(oid.split(ids.DELIMITER), check_parent=False)
             ):
                 continue
             names.add(oid[len(prefix) :])
     page, token = ids.paginate(names, request.page_token, request.limit)
-    return ListTablesResponse(tables=page, page_token=token)
+    return ln.ListTablesResponse(tables=page, page_token=token)

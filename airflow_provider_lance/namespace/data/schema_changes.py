@@ -8,20 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
-from lance_namespace import (
-    AlterTableAddColumnsRequest,
-    AlterTableAddColumnsResponse,
-    AlterTableAlterColumnsRequest,
-    AlterTableAlterColumnsResponse,
-    AlterTableDropColumnsRequest,
-    AlterTableDropColumnsResponse,
-    InvalidInputError,
-    TableColumnNotFoundError,
-    UnsupportedOperationError,
-    UpdateTableSchemaMetadataRequest,
-    UpdateTableSchemaMetadataResponse,
-)
 
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.data.access import locate, pylance_errors, transaction_id, write_dataset
@@ -37,40 +25,42 @@ def _require_columns(dataset: lance.LanceDataset, table: Table, paths: list[str]
     the nested rest."""
     missing = [path for path in paths if path.split(".")[0] not in dataset.schema.names]
     if missing:
-        raise TableColumnNotFoundError(f"Columns {missing} not found in '{table.object_id}'")
+        raise ln.TableColumnNotFoundError(f"Columns {missing} not found in '{table.object_id}'")
 
 
 def update_table_schema_metadata(
-    catalog: Catalog, request: UpdateTableSchemaMetadataRequest
-) -> UpdateTableSchemaMetadataResponse:
+    catalog: Catalog, request: ln.UpdateTableSchemaMetadataRequest
+) -> ln.UpdateTableSchemaMetadataResponse:
     """UpdateTableSchemaMetadata: merge ``metadata`` into the schema's metadata; answers the whole of it."""
     table, dataset = _open(catalog, request.id, request.branch)
     with pylance_errors(f"schema metadata of '{table.object_id}'"):
         metadata = dataset.update_schema_metadata(dict(request.metadata or {}))
-    return UpdateTableSchemaMetadataResponse(metadata=dict(metadata), transaction_id=transaction_id(dataset))
+    return ln.UpdateTableSchemaMetadataResponse(metadata=dict(metadata), transaction_id=transaction_id(dataset))
 
 
-def alter_table_add_columns(catalog: Catalog, request: AlterTableAddColumnsRequest) -> AlterTableAddColumnsResponse:
+def alter_table_add_columns(
+    catalog: Catalog, request: ln.AlterTableAddColumnsRequest
+) -> ln.AlterTableAddColumnsResponse:
     """AlterTableAddColumns: new columns computed from SQL ``expression``s over the existing ones."""
     expressions = {}
     for entry in request.new_columns:
         if entry.virtual_column is not None or entry.computed is not None:
-            raise UnsupportedOperationError(f"Column '{entry.name}': only SQL expression columns are supported")
+            raise ln.UnsupportedOperationError(f"Column '{entry.name}': only SQL expression columns are supported")
         if not entry.expression:
-            raise InvalidInputError(f"Expression is required for new column '{entry.name}'")
+            raise ln.InvalidInputError(f"Expression is required for new column '{entry.name}'")
         expressions[entry.name] = entry.expression
     table, dataset = _open(catalog, request.id, request.branch)
     taken = [name for name in expressions if name in dataset.schema.names]
     if taken:
-        raise InvalidInputError(f"Columns {taken} already exist in '{table.object_id}'")
+        raise ln.InvalidInputError(f"Columns {taken} already exist in '{table.object_id}'")
     with pylance_errors(f"add columns to '{table.object_id}'"):
         dataset.add_columns(expressions)
-    return AlterTableAddColumnsResponse(version=dataset.version)
+    return ln.AlterTableAddColumnsResponse(version=dataset.version)
 
 
 def alter_table_alter_columns(
-    catalog: Catalog, request: AlterTableAlterColumnsRequest
-) -> AlterTableAlterColumnsResponse:
+    catalog: Catalog, request: ln.AlterTableAlterColumnsRequest
+) -> ln.AlterTableAlterColumnsResponse:
     """AlterTableAlterColumns: rename a column, change its nullability, or cast it to ``data_type`` (an
     Arrow type name such as ``"int32"``, or ``{"type": "int32"}``)."""
     alterations = [_alteration(entry) for entry in request.alterations]
@@ -78,12 +68,12 @@ def alter_table_alter_columns(
     _require_columns(dataset, table, [entry.path for entry in request.alterations])
     with pylance_errors(f"alter columns of '{table.object_id}'"):
         dataset.alter_columns(*alterations)
-    return AlterTableAlterColumnsResponse(version=dataset.version)
+    return ln.AlterTableAlterColumnsResponse(version=dataset.version)
 
 
 def _alteration(entry: Any) -> dict[str, Any]:
     if entry.virtual_column is not None:
-        raise UnsupportedOperationError(f"Column '{entry.path}': virtual columns are not supported")
+        raise ln.UnsupportedOperationError(f"Column '{entry.path}': virtual columns are not supported")
     alteration: dict[str, Any] = {"path": entry.path}
     if entry.rename is not None:
         alteration["name"] = entry.rename
@@ -92,7 +82,7 @@ def _alteration(entry: Any) -> dict[str, Any]:
     if entry.data_type is not None:
         alteration["data_type"] = _arrow_type(entry.data_type)
     if len(alteration) == 1:
-        raise InvalidInputError(f"Alteration of '{entry.path}' changes nothing (rename, nullable or data_type)")
+        raise ln.InvalidInputError(f"Alteration of '{entry.path}' changes nothing (rename, nullable or data_type)")
     return alteration
 
 
@@ -101,13 +91,15 @@ def _arrow_type(data_type: Any) -> pa.DataType:
     try:
         return pa.type_for_alias(str(name))
     except ValueError:
-        raise InvalidInputError(f"Unsupported data_type {data_type!r}: use an Arrow type name") from None
+        raise ln.InvalidInputError(f"Unsupported data_type {data_type!r}: use an Arrow type name") from None
 
 
-def alter_table_drop_columns(catalog: Catalog, request: AlterTableDropColumnsRequest) -> AlterTableDropColumnsResponse:
+def alter_table_drop_columns(
+    catalog: Catalog, request: ln.AlterTableDropColumnsRequest
+) -> ln.AlterTableDropColumnsResponse:
     """AlterTableDropColumns: remove columns (their data stays until the table is compacted)."""
     table, dataset = _open(catalog, request.id, request.branch)
     _require_columns(dataset, table, list(request.columns))
     with pylance_errors(f"drop columns of '{table.object_id}'"):
         dataset.drop_columns(list(request.columns))
-    return AlterTableDropColumnsResponse(version=dataset.version, transaction_id=transaction_id(dataset))
+    return ln.AlterTableDropColumnsResponse(version=dataset.version, transaction_id=transaction_id(dataset))

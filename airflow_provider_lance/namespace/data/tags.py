@@ -7,25 +7,19 @@ Lance reader sees them. Creating, moving or deleting a tag makes no table versio
 from __future__ import annotations
 
 import lance
-from lance_namespace import (
-    CreateTableTagRequest,
-    CreateTableTagResponse,
-    DeleteTableTagRequest,
-    DeleteTableTagResponse,
-    GetTableTagVersionRequest,
-    GetTableTagVersionResponse,
-    ListTableTagsRequest,
-    ListTableTagsResponse,
-    TableTagAlreadyExistsError,
-    UpdateTableTagRequest,
-    UpdateTableTagResponse,
-)
+import lance_namespace as ln
 from lance_namespace_urllib3_client.models import TagContents
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
-from airflow_provider_lance.namespace.data.access import check_branch, locate, pylance_errors, table_dataset
-from airflow_provider_lance.namespace.data.datasets import tag_not_found, tag_target
+from airflow_provider_lance.namespace.data.access import (
+    check_branch,
+    locate,
+    pylance_errors,
+    table_dataset,
+    tag_not_found,
+    tag_target,
+)
 
 
 def _tagged(catalog: Catalog, identifier: list[str] | None) -> tuple[Table, lance.LanceDataset, dict]:
@@ -43,19 +37,19 @@ def _reference(dataset: lance.LanceDataset, table: Table, version: int, branch: 
     return (branch, version)
 
 
-def create_table_tag(catalog: Catalog, request: CreateTableTagRequest) -> CreateTableTagResponse:
+def create_table_tag(catalog: Catalog, request: ln.CreateTableTagRequest) -> ln.CreateTableTagResponse:
     """CreateTableTag: name ``version`` (of ``branch``) ``tag``; TableTagAlreadyExists if the name is taken,
     TableVersionNotFound if the version does not exist."""
     table, dataset, tags = _tagged(catalog, request.id)
     if request.tag in tags:
-        raise TableTagAlreadyExistsError(f"Table tag already exists: '{request.tag}' of '{table.object_id}'")
+        raise ln.TableTagAlreadyExistsError(f"Table tag already exists: '{request.tag}' of '{table.object_id}'")
     target = _reference(dataset, table, request.version, request.branch)
     with pylance_errors(f"tag of '{table.object_id}'", request.tag):
         dataset.tags.create(request.tag, target)
-    return CreateTableTagResponse()
+    return ln.CreateTableTagResponse()
 
 
-def list_table_tags(catalog: Catalog, request: ListTableTagsRequest) -> ListTableTagsResponse:
+def list_table_tags(catalog: Catalog, request: ln.ListTableTagsRequest) -> ln.ListTableTagsResponse:
     """ListTableTags: tags by name with their version, branch and manifest size, paged by name."""
     _, _, tags = _tagged(catalog, request.id)
     page, token = ids.paginate(tags, request.page_token, request.limit)
@@ -65,17 +59,17 @@ def list_table_tags(catalog: Catalog, request: ListTableTagsRequest) -> ListTabl
         )
         for name in page
     }
-    return ListTableTagsResponse(tags=contents, page_token=token)
+    return ln.ListTableTagsResponse(tags=contents, page_token=token)
 
 
-def get_table_tag_version(catalog: Catalog, request: GetTableTagVersionRequest) -> GetTableTagVersionResponse:
+def get_table_tag_version(catalog: Catalog, request: ln.GetTableTagVersionRequest) -> ln.GetTableTagVersionResponse:
     """GetTableTagVersion: the version (and branch) a tag names."""
     table, dataset, _ = _tagged(catalog, request.id)
     version, branch = tag_target(dataset, table, request.tag)
-    return GetTableTagVersionResponse(version=version, branch=branch)
+    return ln.GetTableTagVersionResponse(version=version, branch=branch)
 
 
-def update_table_tag(catalog: Catalog, request: UpdateTableTagRequest) -> UpdateTableTagResponse:
+def update_table_tag(catalog: Catalog, request: ln.UpdateTableTagRequest) -> ln.UpdateTableTagResponse:
     """UpdateTableTag: move an existing tag to ``version`` (of ``branch``)."""
     table, dataset, tags = _tagged(catalog, request.id)
     if request.tag not in tags:
@@ -83,14 +77,14 @@ def update_table_tag(catalog: Catalog, request: UpdateTableTagRequest) -> Update
     target = _reference(dataset, table, request.version, request.branch)
     with pylance_errors(f"tag of '{table.object_id}'", request.tag):
         dataset.tags.update(request.tag, target)
-    return UpdateTableTagResponse()
+    return ln.UpdateTableTagResponse()
 
 
-def delete_table_tag(catalog: Catalog, request: DeleteTableTagRequest) -> DeleteTableTagResponse:
+def delete_table_tag(catalog: Catalog, request: ln.DeleteTableTagRequest) -> ln.DeleteTableTagResponse:
     """DeleteTableTag: remove a tag (the version it named stays)."""
     table, dataset, tags = _tagged(catalog, request.id)
     if request.tag not in tags:
         raise tag_not_found(table, request.tag)
     with pylance_errors(f"tag of '{table.object_id}'", request.tag):
         dataset.tags.delete(request.tag)
-    return DeleteTableTagResponse()
+    return ln.DeleteTableTagResponse()

@@ -1,30 +1,12 @@
-"""Writing rows: CreateTable, InsertIntoTable, MergeInsertIntoTable, UpdateTable, DeleteFromTable.
-
-Bodies are Arrow IPC streams. Every write is one pylance commit; with table version management it is a
-managed version (a ``table_version`` row, see access.py). Bad input (a malformed body, an unknown column, a
-predicate that does not parse) is InvalidInput and writes nothing.
+"""Writing rows: CreateTable, InsertIntoTable, MergeInsertIntoTable, UpdateTable, DeleteFromTable. Bodies are
+Arrow IPC streams; every write is one pylance commit; bad input is InvalidInput and writes nothing.
 """
 
 from __future__ import annotations
 
 import lance
+import lance_namespace as ln
 import pyarrow as pa
-from lance_namespace import (
-    CreateTableRequest,
-    CreateTableResponse,
-    DeclareTableRequest,
-    DeleteFromTableRequest,
-    DeleteFromTableResponse,
-    InsertIntoTableRequest,
-    InsertIntoTableResponse,
-    InvalidInputError,
-    MergeInsertIntoTableRequest,
-    MergeInsertIntoTableResponse,
-    TableAlreadyExistsError,
-    TableNotFoundError,
-    UpdateTableRequest,
-    UpdateTableResponse,
-)
 
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import tables, versions
@@ -42,28 +24,27 @@ _WRITE_MODES = ("append", "overwrite")
 
 
 def create_table(
-    catalog: Catalog, request: CreateTableRequest, request_data: bytes | None = None
-) -> CreateTableResponse:
-    """CreateTable: declare the table (location, ``.lance-reserved``, manifest row) and write the body as its
-    first version. ``mode``: ``create`` (default; TableAlreadyExists if it exists), ``exist_ok`` (an existing
-    table is returned untouched) or ``overwrite`` (an existing table gets the body as a new version). A
-    failed first write takes the declaration back."""
+    catalog: Catalog, request: ln.CreateTableRequest, request_data: bytes | None = None
+) -> ln.CreateTableResponse:
+    """CreateTable: declare the table and write the body as its first version (a failed write takes the
+    declaration back). ``mode``: ``create`` (default), ``exist_ok`` (an existing table is answered untouched)
+    or ``overwrite`` (an existing table gets the body as a new version)."""
     parts = ids.validate_identifier(request.id, "table")
     mode = _CREATE_MODES.get((request.mode or "create").lower())
     if mode is None:
-        raise InvalidInputError(f"Unsupported create_table mode {request.mode!r}: use create, exist_ok or overwrite")
+        raise ln.InvalidInputError(f"Unsupported create_table mode {request.mode!r}: use create, exist_ok or overwrite")
     data = read_ipc(request_data, "create_table")
     try:
         table = catalog.find_table(parts)
-    except TableNotFoundError:
+    except ln.TableNotFoundError:
         table = None
     if table is not None and mode == "create":
-        raise TableAlreadyExistsError(f"Table already exists: '{table.object_id}'")
+        raise ln.TableAlreadyExistsError(f"Table already exists: '{table.object_id}'")
     if table is not None and mode == "exist_ok":
         return _created(catalog, table, None, request)
     if table is not None:
         return _created(catalog, table, _write_rows(catalog, table, data, "overwrite"), request)
-    tables.declare_table(catalog, DeclareTableRequest(id=parts, properties=request.properties))
+    tables.declare_table(catalog, ln.DeclareTableRequest(id=parts, properties=request.properties))
     table = catalog.find_table(parts)
     try:
         dataset = _write_rows(catalog, table, data, "overwrite")
@@ -76,9 +57,9 @@ def create_table(
 
 
 def _created(
-    catalog: Catalog, table: Table, dataset: lance.LanceDataset | None, request: CreateTableRequest
-) -> CreateTableResponse:
-    return CreateTableResponse(
+    catalog: Catalog, table: Table, dataset: lance.LanceDataset | None, request: ln.CreateTableRequest
+) -> ln.CreateTableResponse:
+    return ln.CreateTableResponse(
         location=catalog.storage.uri(table.location),
         version=dataset.version if dataset is not None else None,
         transaction_id=transaction_id(dataset) if dataset is not None else None,
@@ -88,17 +69,17 @@ def _created(
 
 
 def insert_into_table(
-    catalog: Catalog, request: InsertIntoTableRequest, request_data: bytes | None = None
-) -> InsertIntoTableResponse:
+    catalog: Catalog, request: ln.InsertIntoTableRequest, request_data: bytes | None = None
+) -> ln.InsertIntoTableResponse:
     """InsertIntoTable: append the body's rows (``mode="overwrite"`` replaces the table's rows). The first
     insert into a declared table creates its data."""
     mode = (request.mode or "append").lower()
     if mode not in _WRITE_MODES:
-        raise InvalidInputError(f"Unsupported write mode {request.mode!r}: use append or overwrite")
+        raise ln.InvalidInputError(f"Unsupported write mode {request.mode!r}: use append or overwrite")
     table = locate(catalog, request.id)
     data = read_ipc(request_data, "insert_into_table")
     dataset = _write_rows(catalog, table, data, mode, request.branch)
-    return InsertIntoTableResponse(
+    return ln.InsertIntoTableResponse(
         num_inserted_rows=data.num_rows, version=dataset.version, transaction_id=transaction_id(dataset)
     )
 
@@ -124,19 +105,19 @@ def _write_rows(
 
 
 def merge_insert_into_table(
-    catalog: Catalog, request: MergeInsertIntoTableRequest, request_data: bytes | None = None
-) -> MergeInsertIntoTableResponse:
+    catalog: Catalog, request: ln.MergeInsertIntoTableRequest, request_data: bytes | None = None
+) -> ln.MergeInsertIntoTableResponse:
     """MergeInsertIntoTable: upsert the body on the ``on`` columns with the request's clauses
     (``when_matched_update_all[_filt]``, ``when_not_matched_insert_all``,
     ``when_not_matched_by_source_delete[_filt]``, ``use_index``). At least one clause is required."""
     if not request.on:
-        raise InvalidInputError("merge_insert_into_table needs the 'on' columns")
+        raise ln.InvalidInputError("merge_insert_into_table needs the 'on' columns")
     table = locate(catalog, request.id)
     data = read_ipc(request_data, "merge_insert_into_table")
     dataset = write_dataset(catalog, table, request.branch)
     missing = [column for column in request.on if column not in dataset.schema.names]
     if missing:
-        raise InvalidInputError(f"Merge insert key columns {missing} do not exist in '{table.object_id}'")
+        raise ln.InvalidInputError(f"Merge insert key columns {missing} do not exist in '{table.object_id}'")
     with pylance_errors(f"merge insert into '{table.object_id}'"):
         builder = dataset.merge_insert(list(request.on))
         if request.when_matched_update_all:
@@ -148,7 +129,7 @@ def merge_insert_into_table(
         if request.use_index is not None:
             builder = builder.use_index(request.use_index)
         result = builder.execute(data)
-    return MergeInsertIntoTableResponse(
+    return ln.MergeInsertIntoTableResponse(
         num_inserted_rows=result["num_inserted_rows"],
         num_updated_rows=result["num_updated_rows"],
         num_deleted_rows=result["num_deleted_rows"],
@@ -157,17 +138,17 @@ def merge_insert_into_table(
     )
 
 
-def update_table(catalog: Catalog, request: UpdateTableRequest) -> UpdateTableResponse:
+def update_table(catalog: Catalog, request: ln.UpdateTableRequest) -> ln.UpdateTableResponse:
     """UpdateTable: ``updates`` is ``[[column, SQL expression], ...]``, applied to the rows matching
     ``predicate`` (all rows without one)."""
     table = locate(catalog, request.id)
     dataset = write_dataset(catalog, table, request.branch)
     unknown = [column for column, _ in request.updates if column not in dataset.schema.names]
     if unknown:
-        raise InvalidInputError(f"Columns {unknown} do not exist in '{table.object_id}'")
+        raise ln.InvalidInputError(f"Columns {unknown} do not exist in '{table.object_id}'")
     with pylance_errors(f"update of '{table.object_id}'"):
         result = dataset.update(dict(request.updates), where=request.predicate)
-    return UpdateTableResponse(
+    return ln.UpdateTableResponse(
         updated_rows=result["num_rows_updated"],
         version=dataset.version,
         transaction_id=transaction_id(dataset),
@@ -175,10 +156,10 @@ def update_table(catalog: Catalog, request: UpdateTableRequest) -> UpdateTableRe
     )
 
 
-def delete_from_table(catalog: Catalog, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
+def delete_from_table(catalog: Catalog, request: ln.DeleteFromTableRequest) -> ln.DeleteFromTableResponse:
     """DeleteFromTable: delete the rows matching ``predicate`` (a SQL filter)."""
     table = locate(catalog, request.id)
     dataset = write_dataset(catalog, table, request.branch)
     with pylance_errors(f"delete from '{table.object_id}'"):
         dataset.delete(request.predicate)
-    return DeleteFromTableResponse(version=dataset.version, transaction_id=transaction_id(dataset))
+    return ln.DeleteFromTableResponse(version=dataset.version, transaction_id=transaction_id(dataset))
