@@ -96,12 +96,20 @@ class CountingS3Server:
                     self.__exit__()
                     raise RuntimeError("the counting moto server did not start") from None
                 time.sleep(0.1)
+        self.client().create_bucket(Bucket=BUCKET)
+        return self
+
+    def client(self, service: str = "s3") -> Any:
+        """A boto3 client of the server (``s3``, ``iam``, ``sts``), for set-up outside the engines."""
         import boto3
 
-        boto3.client(
-            "s3", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
-        ).create_bucket(Bucket=BUCKET)
-        return self
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        )
 
     def __exit__(self, *exc: object) -> None:
         if self._process is not None:  # only the process this object started, by its pid

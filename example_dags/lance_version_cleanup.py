@@ -1,8 +1,10 @@
 """Scheduled maintenance: compact each Lance table's files, then keep its newest versions and delete the older ones.
 
 ``optimize`` (``LanceOptimizeTableOperator``, pylance's optimizer: compaction and index optimization), then one
-``LanceBatchDeleteTableVersionsOperator`` per table with a ``keep_last`` policy (the latest version is never
-deleted; a table that does not exist yet is skipped).
+``LanceBatchDeleteTableVersionsOperator`` for all tables with a ``keep_last`` policy (the latest version is never
+deleted; a table that does not exist yet is skipped). On the provider's engine the clean-up of every table is
+one call: every table checked before anything is deleted, their rows in one ``__manifest`` commit
+(``namespace_id="demo"`` would clean every table of the namespace).
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     optimize = LanceOptimizeTableOperator(task_id="optimize", tables=TABLES, lance_conn_id="{{ params.lance_conn_id }}")
-    for table in TABLES:
-        optimize >> LanceBatchDeleteTableVersionsOperator(
-            task_id=f"retain_{table.replace('.', '_')}",
-            table_id=table,
-            keep_last="{{ params.keep_last }}",
-            ignore_if_missing=True,
-            lance_conn_id="{{ params.lance_conn_id }}",
-        )
+    optimize >> LanceBatchDeleteTableVersionsOperator(
+        task_id="retain",
+        table_ids=TABLES,
+        keep_last="{{ params.keep_last }}",
+        ignore_if_missing=True,
+        lance_conn_id="{{ params.lance_conn_id }}",
+    )

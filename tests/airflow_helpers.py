@@ -42,6 +42,20 @@ def conn_json(root: str | os.PathLike, impl: str | None = None, **fields: Any) -
     return json.dumps({"conn_type": "lance", "host": str(root), "extra": extra, **fields})
 
 
+def load_dag_file(dag_file: Path, module_name: str) -> Any:
+    """Copy a test DAG file into the test DAGS_FOLDER (where ``dag.test()`` runs it from) and import it."""
+    import importlib.util
+
+    DAGS_FOLDER.mkdir(parents=True, exist_ok=True)
+    target = DAGS_FOLDER / dag_file.name
+    shutil.copyfile(dag_file, target)
+    spec = importlib.util.spec_from_file_location(module_name, target)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def migrate_airflow_db() -> Path:
     """Run ``airflow db migrate`` once (the result is cached per Airflow version between sessions)."""
     db = AIRFLOW_HOME / "airflow.db"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ from airflow_provider_lance.utils.identifiers import parse_identifier
 class LanceTableVersionsMixin:
     """Table versions: commit one or many staged versions, list, describe, delete, sensor checks."""
 
+    namespace: Any  # the implementation the connection names (``LanceHook.namespace``)
     _call: Callable[[str, Any], Any]
     _all_pages: Callable[[str, str, Callable[[str | None], Any]], list[Any]]
 
@@ -131,24 +133,47 @@ class LanceTableVersionsMixin:
             request context, since the request model has no such field).
         :return: the number of versions deleted.
         """
+        return self.batch_delete_versions_of_tables([(table_id, ranges)], ignore_missing, one_call=False)[0]
+
+    def batch_delete_versions_of_tables(
+        self,
+        deletions: Iterable[tuple[str | Sequence[str], Iterable[Any]]],
+        ignore_missing: bool = False,
+        one_call: bool = True,
+    ) -> list[int]:
+        """
+        Delete version ranges of several tables: scheduled clean-up of a catalog.
+
+        The provider's engine does it in one call: every table is checked before anything is deleted (a
+        missing table or version deletes nothing), then every table's manifests go, then every table's
+        ``table_version`` rows in one ``__manifest`` commit. Other implementations (the reference, REST
+        servers) get one BatchDeleteTableVersions call per table, in order: a failing table stops the
+        clean-up there, with the tables before it cleaned.
+
+        :param deletions: ``(table id, ranges)`` pairs, ranges as :meth:`batch_delete_table_versions` takes.
+        :param ignore_missing: Skip versions that do not exist.
+        :param one_call: Use the engine's call for several tables when the namespace offers it.
+        :return: the number of versions deleted in each table, in order.
+        """
         import lance_namespace as ln
 
-        normalised = []
-        for item in ranges:
-            if isinstance(item, dict):
-                normalised.append(
-                    {"start_version": int(item["start_version"]), "end_version": int(item["end_version"])}
-                )
-            else:
-                start, end = item
-                normalised.append({"start_version": int(start), "end_version": int(end)})
-        request = ln.BatchDeleteTableVersionsRequest(
-            id=parse_identifier(table_id),
-            ranges=normalised,
-            context={"ignore_missing": "true"} if ignore_missing else None,
-        )
-        response = as_model(self._call("batch_delete_table_versions", request), ln.BatchDeleteTableVersionsResponse)
-        return int(response_field(response, "deleted_count") or 0)
+        requests = [
+            ln.BatchDeleteTableVersionsRequest(
+                id=parse_identifier(table_id),
+                ranges=version_ranges(ranges),
+                context={"ignore_missing": "true"} if ignore_missing else None,
+            )
+            for table_id, ranges in deletions
+        ]
+        in_one_call = getattr(self.namespace, "batch_delete_versions_of_tables", None) if one_call else None
+        if in_one_call is not None:
+            responses = in_one_call(requests)
+        else:
+            responses = [
+                as_model(self._call("batch_delete_table_versions", request), ln.BatchDeleteTableVersionsResponse)
+                for request in requests
+            ]
+        return [int(response_field(response, "deleted_count") or 0) for response in responses]
 
     def check_table_version(
         self,
@@ -183,3 +208,21 @@ class LanceTableVersionsMixin:
         if baseline is not None and latest <= int(baseline):
             return False, latest
         return True, latest
+
+
+def version_ranges(ranges: Iterable[Any]) -> list[dict[str, int]]:
+    """
+    Version ranges as BatchDeleteTableVersions takes them.
+
+    :param ranges: ``{"start_version": a, "end_version": b}`` dicts or ``(a, b)`` pairs (a JSON string of
+        them, as a rendered template gives, too).
+    :return: ``{"start_version", "end_version"}`` dicts of integers.
+    """
+    if isinstance(ranges, str):
+        ranges = json.loads(ranges)
+    return [
+        {"start_version": int(item["start_version"]), "end_version": int(item["end_version"])}
+        if isinstance(item, dict)
+        else {"start_version": int(item[0]), "end_version": int(item[1])}
+        for item in ranges
+    ]

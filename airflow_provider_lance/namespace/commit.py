@@ -22,7 +22,7 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.concurrency import map_concurrently
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
-from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow
+from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow, version_metadata
 from airflow_provider_lance.namespace.storage import is_transient_error
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
@@ -200,15 +200,9 @@ def version_rows_to_insert(
         if info is None:
             raise ln.InvalidInputError(f"Staged manifest not found for '{oid}' v{entry.version}")
         latest_of[oid] = entry.version
-        metadata = {
-            "manifest_path": storage.object_path(entry.staged_key),
-            "manifest_size": info.size,
-            "e_tag": info.e_tag,
-            "naming_scheme": entry.scheme,
-            "timestamp_millis": now,
-        }
-        if entry.metadata:
-            metadata["metadata"] = dict(entry.metadata)
+        metadata = version_metadata(
+            storage.object_path(entry.staged_key), info.size, info.e_tag, entry.scheme, now, entry.metadata
+        )
         rows.append(ManifestRow(entry.object_id, TABLE_VERSION, None, metadata))
     return rows
 

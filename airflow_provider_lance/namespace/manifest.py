@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -237,10 +237,14 @@ class ManifestTable:
         """Delete a table row and all of its ``table_version`` rows in one commit; returns how many."""
         return self.delete(RowSelection.table_and_versions(table_oid))
 
-    def delete_table_versions(self, table_oid: str, versions: Iterable[int] | None = None) -> int:
-        """Delete ``table_version`` rows of a table (all of them when ``versions`` is None) in one commit."""
-        selection = RowSelection.versions(table_oid, None if versions is None else tuple(versions))
-        return 0 if versions is not None and not selection.ids else self.delete(selection)
+    def delete_table_versions(self, table_oid: str) -> int:
+        """Delete every ``table_version`` row of a table in one commit."""
+        return self.delete(RowSelection.versions(table_oid))
+
+    def delete_versions(self, versions: Mapping[str, Iterable[int]]) -> int:
+        """Delete ``table_version`` rows of several tables (table object id -> version numbers) in one commit."""
+        selection = RowSelection.versions_of(versions)
+        return self.delete(selection) if selection.ids else 0
 
     def update_metadata(self, values: dict[str, str]) -> None:
         """Merge keys into the table metadata (feature flags, table version management)."""

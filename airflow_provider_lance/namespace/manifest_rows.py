@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +90,28 @@ class VersionLine:
 NO_VERSIONS = VersionLine({})
 
 
+def version_metadata(
+    manifest_path: str,
+    manifest_size: int | None,
+    e_tag: str | None,
+    naming_scheme: str,
+    timestamp_millis: int,
+    metadata: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The metadata of a ``table_version`` row (seed 003): where its manifest is (staged until the commit is
+    finished, then final), what it was when committed, and the version's own metadata."""
+    row: dict[str, Any] = {
+        "manifest_path": manifest_path,
+        "manifest_size": manifest_size,
+        "e_tag": e_tag,
+        "naming_scheme": naming_scheme,
+        "timestamp_millis": timestamp_millis,
+    }
+    if metadata:
+        row["metadata"] = dict(metadata)
+    return row
+
+
 def sql_string(value: str) -> str:
     """A SQL string literal for a Lance filter."""
     return "'" + value.replace("'", "''") + "'"
@@ -122,7 +144,15 @@ class RowSelection:
         """``table_version`` rows of a table: all of them, or those of ``versions``."""
         if versions is None:
             return cls(prefix=table_oid + DELIMITER, object_type=TABLE_VERSION)
-        return cls(tuple(f"{table_oid}{DELIMITER}{version}" for version in versions), object_type=TABLE_VERSION)
+        return cls.versions_of({table_oid: versions})
+
+    @classmethod
+    def versions_of(cls, versions: Mapping[str, Iterable[int]]) -> RowSelection:
+        """``table_version`` rows of several tables: table object id -> version numbers."""
+        return cls(
+            tuple(f"{table_oid}{DELIMITER}{version}" for table_oid, numbers in versions.items() for version in numbers),
+            object_type=TABLE_VERSION,
+        )
 
     def sql(self) -> str:
         if self.any_of:

@@ -60,6 +60,18 @@ class DirectoryNamespace(ln.LanceNamespace):
             outcomes = iter(tables.declare_tables(self.catalog, valid))
         return [request if isinstance(request, BaseException) else next(outcomes) for request in parsed]
 
+    def batch_delete_versions_of_tables(self, requests: list[Any]) -> list[ln.BatchDeleteTableVersionsResponse]:
+        """BatchDeleteTableVersions for several tables in one call (models or dicts; one table per request):
+        every request is checked before anything is deleted, then the manifests of every table go, then the
+        rows of every table in one ``__manifest`` commit. Scheduled clean-up of many tables (the hook and
+        ``LanceBatchDeleteTableVersionsOperator`` use it when the namespace offers it)."""
+        parsed = [coerce_request(request, ln.BatchDeleteTableVersionsRequest) for request in requests]
+        with (
+            namespace_errors("batch_delete_table_versions", self.catalog.storage.root),
+            self.catalog.manifest.operation(),
+        ):
+            return versions.batch_delete_versions_of_tables(self.catalog, parsed)
+
     def __repr__(self) -> str:
         return f"DirectoryNamespace(root={self.config.root!r})"
 

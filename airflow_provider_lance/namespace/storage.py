@@ -424,9 +424,14 @@ class Storage:
             self.fs.rm_file(self.path(key))
 
     def delete_many(self, keys: list[str]) -> None:
-        """Delete files; missing ones are not an error (S3: one batch request per 1,000 keys)."""
-        with contextlib.suppress(FileNotFoundError):
-            self.fs.rm([self.path(key) for key in keys])
+        """Delete files; missing ones are not an error (S3: one batch request per 1,000 keys). On a local or
+        memory store one by one: fsspec's ``rm`` of a list stops at the first missing file."""
+        if not self.is_remote:
+            for key in keys:
+                self.delete(key)
+        elif keys:
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm([self.path(key) for key in keys])
 
     def delete_tree(self, key: str) -> None:
         """Delete everything under ``key``; a missing directory is not an error."""

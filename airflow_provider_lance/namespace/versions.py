@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ from lance_namespace import (
 from airflow_provider_lance.namespace import fragments
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
+from airflow_provider_lance.namespace.concurrency import map_concurrently
 from airflow_provider_lance.namespace.manifest_rows import (
     NO_VERSIONS,
     TABLE_VERSION,
@@ -368,16 +370,54 @@ def batch_delete_table_versions(
 ) -> BatchDeleteTableVersionsResponse:
     """BatchDeleteTableVersions: delete the manifests of every version in the ranges (start inclusive, end
     exclusive, a negative end = through the latest), then their rows (see :func:`versions_in_ranges`)."""
-    table, managed = locate_line(catalog, request.id, request.branch, writing=True)
-    names = version_names(catalog, table)
+    return batch_delete_versions_of_tables(catalog, [request])[0]
+
+
+@dataclass(frozen=True)
+class _Deletion:
+    """What BatchDeleteTableVersions deletes in one table: ``versions`` (ascending), their manifest files
+    (``keys``) and, with management, the versions that have a row (``rowed``)."""
+
+    table: Table
+    versions: list[int]
+    keys: list[str]
+    rowed: list[int]
+
+
+def batch_delete_versions_of_tables(
+    catalog: Catalog, requests: Sequence[BatchDeleteTableVersionsRequest]
+) -> list[BatchDeleteTableVersionsResponse]:
+    """BatchDeleteTableVersions of several tables in one call (scheduled clean-up of a catalog), in the
+    operation's order: every request is checked first, so a missing table or version fails the call before
+    anything is deleted; then every table's manifests are deleted, then every table's rows in ONE
+    ``__manifest`` commit (all of them or none), where a call per table makes a commit per table. On a remote
+    store the ``_versions/`` listings run concurrently."""
+    lines = [locate_line(catalog, request.id, request.branch, writing=True) for request in requests]
+    tables = Counter(table.object_id for table, _ in lines)
+    twice = sorted(oid for oid, count in tables.items() if count > 1)
+    if twice:
+        raise InvalidInputError(f"BatchDeleteTableVersions names table '{twice[0]}' twice: give it one request")
+    listings = map_concurrently(lambda line: version_names(catalog, line[0]), lines, catalog.storage.is_remote)
+    deletions = [
+        _deletion(catalog, request, table, managed, names)
+        for request, (table, managed), names in zip(requests, lines, listings, strict=True)
+    ]
+    catalog.storage.delete_many([key for deletion in deletions for key in deletion.keys])
+    catalog.manifest.delete_versions({deletion.table.object_id: deletion.rowed for deletion in deletions})
+    return [BatchDeleteTableVersionsResponse(deleted_count=len(deletion.versions)) for deletion in deletions]
+
+
+def _deletion(
+    catalog: Catalog, request: BatchDeleteTableVersionsRequest, table: Table, managed: bool, names: list[str]
+) -> _Deletion:
+    """The versions one request deletes: of its table's manifest files (``names``, its ``_versions/``) and
+    (managed) rows, those in its ranges."""
     files = {parsed[0] for name in names if (parsed := ids.parse_manifest_name(name))}
     rows = version_line(catalog, table).rows if managed else {}
     targets = versions_in_ranges(request, table, files | set(rows))
     scheme = naming_scheme(names) or ids.V2
-    for version in targets:
-        catalog.storage.delete(ids.manifest_key(table.location, version, scheme))
-    catalog.manifest.delete_table_versions(table.object_id, [v for v in targets if v in rows])
-    return BatchDeleteTableVersionsResponse(deleted_count=len(targets))
+    keys = [ids.manifest_key(table.location, version, scheme) for version in targets]
+    return _Deletion(table, targets, keys, [version for version in targets if version in rows])
 
 
 def versions_in_ranges(request: BatchDeleteTableVersionsRequest, table: Table, existing: set[int]) -> list[int]:

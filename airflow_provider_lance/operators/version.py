@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
+from airflow_provider_lance.hooks.versions import version_ranges
 from airflow_provider_lance.operators.base import LanceBaseOperator
 from airflow_provider_lance.operators.commit import LanceCommitOperator, run_identity, run_key_from_context
 from airflow_provider_lance.utils.identifiers import format_identifier
@@ -184,28 +185,46 @@ class LanceBatchCreateTableVersionsOperator(LanceCommitOperator):
 
 class LanceBatchDeleteTableVersionsOperator(LanceBaseOperator):
     """
-    Delete versions of a table, by explicit ranges or by a retention policy.
+    Delete versions of one table, of several tables or of every table of a namespace (scheduled clean-up),
+    by explicit ranges or by a retention policy.
 
-    With ``ranges`` the given ranges are deleted as they are (start inclusive, end exclusive).
-    Otherwise ``keep_last`` and/or ``keep_newer_than`` define what to keep: a version survives
+    With ``ranges`` the given ranges are deleted as they are (start inclusive, end exclusive), in every
+    table. Otherwise ``keep_last`` and/or ``keep_newer_than`` define what to keep: a version survives
     when any rule keeps it, and the latest version is never deleted
     (:func:`airflow_provider_lance.utils.retention.compute_retention_ranges`).
 
+    Several tables (``table_ids`` or ``namespace_id``) are cleaned in one call where the namespace offers it
+    (the provider's engine: every table checked before anything is deleted, then every table's rows in one
+    ``__manifest`` commit, all or nothing); other implementations get one call per table.
+
     :param table_id: Table identifier, dotted string or list of parts. (templated)
+    :param table_ids: Several table identifiers, instead of ``table_id``. (templated)
+    :param namespace_id: Every table of this namespace (listed when the task runs), instead of
+        ``table_id``. (templated)
     :param ranges: ``[{"start_version": a, "end_version": b}, ...]`` or pairs. (templated)
     :param keep_last: Keep the N newest versions. (templated)
     :param keep_newer_than: Keep versions younger than this timedelta or number of seconds. (templated)
-    :param ignore_if_missing: Succeed when the table does not exist.
+    :param ignore_if_missing: Succeed when a table does not exist (it is skipped).
     :param lance_conn_id: Connection id of the namespace. (templated)
     """
 
-    template_fields: Sequence[str] = ("table_id", "ranges", "keep_last", "keep_newer_than", "lance_conn_id")
-    template_fields_renderers: ClassVar[dict[str, str]] = {"ranges": "json"}
+    template_fields: Sequence[str] = (
+        "table_id",
+        "table_ids",
+        "namespace_id",
+        "ranges",
+        "keep_last",
+        "keep_newer_than",
+        "lance_conn_id",
+    )
+    template_fields_renderers: ClassVar[dict[str, str]] = {"ranges": "json", "table_ids": "json"}
 
     def __init__(
         self,
         *,
-        table_id: str | list[str],
+        table_id: str | list[str] | None = None,
+        table_ids: list[str | list[str]] | None = None,
+        namespace_id: str | list[str] | None = None,
         ranges: list[Any] | None = None,
         keep_last: int | None = None,
         keep_newer_than: timedelta | float | None = None,
@@ -213,11 +232,15 @@ class LanceBatchDeleteTableVersionsOperator(LanceBaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if sum(value is not None for value in (table_id, table_ids, namespace_id)) != 1:
+            raise ValueError("Give exactly one of table_id, table_ids and namespace_id")
         if ranges is None and keep_last is None and keep_newer_than is None:
             raise ValueError("Give ranges, or a retention policy with keep_last and/or keep_newer_than")
         if ranges is not None and (keep_last is not None or keep_newer_than is not None):
             raise ValueError("ranges cannot be combined with keep_last / keep_newer_than")
         self.table_id = table_id
+        self.table_ids = table_ids
+        self.namespace_id = namespace_id
         self.ranges = ranges
         self.keep_last = keep_last
         self.keep_newer_than = keep_newer_than
@@ -231,13 +254,7 @@ class LanceBatchDeleteTableVersionsOperator(LanceBaseOperator):
         :param name: Its dotted name, for logs.
         """
         if self.ranges is not None:
-            ranges = json.loads(self.ranges) if isinstance(self.ranges, str) else self.ranges
-            return [
-                {"start_version": int(r["start_version"]), "end_version": int(r["end_version"])}
-                if isinstance(r, dict)
-                else {"start_version": int(r[0]), "end_version": int(r[1])}
-                for r in ranges
-            ]
+            return version_ranges(self.ranges)
         keep_last = None if self.keep_last in (None, "") else int(self.keep_last)
         if keep_last is not None and keep_last < 1:
             raise AirflowFailException("keep_last must be at least 1")
@@ -247,6 +264,8 @@ class LanceBatchDeleteTableVersionsOperator(LanceBaseOperator):
         return ranges
 
     def execute(self, context: Context) -> dict[str, Any]:
+        if self.table_id is None:
+            return self._clean_up_tables()
         import lance_namespace as ln
 
         ident = self._ident(self.table_id, "table_id")
@@ -269,3 +288,40 @@ class LanceBatchDeleteTableVersionsOperator(LanceBaseOperator):
             return {"table_id": ident, "deleted_count": 0, "ranges": []}
         self.log.info("Deleted %s version(s) of table %s", deleted_count, name)
         return {"table_id": ident, "deleted_count": deleted_count, "ranges": ranges}
+
+    def _clean_up_tables(self) -> dict[str, Any]:
+        """Several tables: the ranges of each, then one clean-up of them all.
+
+        :return: ``{"deleted_count": total, "tables": {dotted name: deleted count}}``, for XCom.
+        """
+        import lance_namespace as ln
+
+        missing = (ln.TableNotFoundError, ln.NamespaceNotFoundError)
+        if self.namespace_id is not None:
+            namespace = self._ident(self.namespace_id, "namespace_id")
+            with self._namespace_errors(f"Cannot list the tables of namespace {format_identifier(namespace)}"):
+                tables = [[*namespace, name] for name in self.hook.list_tables(namespace)]
+        else:
+            table_ids = json.loads(self.table_ids) if isinstance(self.table_ids, str) else self.table_ids or []
+            tables = [self._ident(table, "table_ids") for table in table_ids]
+        deletions: list[tuple[list[str], list[dict[str, int]]]] = []
+        for ident in tables:
+            name = format_identifier(ident)
+            with self._namespace_errors(
+                f"Cannot delete versions of table {name}",
+                expected=missing,
+                expected_message=f"Table {name} does not exist",
+                tolerate=self.ignore_if_missing,
+            ) as outcome:
+                if self.ignore_if_missing and self.ranges is not None and not self.hook.table_exists(ident):
+                    raise ln.TableNotFoundError(f"Table {name} does not exist")
+                ranges = self._ranges_to_delete(ident, name)
+            if outcome.error is None and ranges:
+                deletions.append((ident, ranges))
+        counts: list[int] = []
+        if deletions:
+            with self._namespace_errors(f"Cannot delete versions of {len(deletions)} table(s)"):
+                counts = self.hook.batch_delete_versions_of_tables(deletions)
+        deleted = {format_identifier(ident): count for (ident, _), count in zip(deletions, counts, strict=True)}
+        self.log.info("Deleted %s version(s) of %s table(s)", sum(counts), len(deleted))
+        return {"deleted_count": sum(counts), "tables": deleted}

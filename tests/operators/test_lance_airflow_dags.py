@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.airflow_helpers import AIRFLOW_BIN, DAGS_FOLDER, migrate_airflow_db
+from tests.airflow_helpers import AIRFLOW_BIN, conn_json, load_dag_file, migrate_airflow_db
 
 pytestmark = pytest.mark.airflow
 
@@ -27,17 +25,8 @@ def e2e(airflow_db, tmp_path, monkeypatch):
     root = tmp_path / "warehouse"
     root.mkdir()
     monkeypatch.setenv("LANCE_E2E_ROOT", str(root))
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LANCE_DEFAULT",
-        f'{{"conn_type": "lance", "host": "{root}", "extra": {{"table_version_management": "true"}}}}',
-    )
-    DAGS_FOLDER.mkdir(parents=True, exist_ok=True)
-    target = DAGS_FOLDER / DAG_FILE.name
-    shutil.copyfile(DAG_FILE, target)
-    spec = importlib.util.spec_from_file_location("lance_provider_e2e_dags", target)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, root
+    monkeypatch.setenv("AIRFLOW_CONN_LANCE_DEFAULT", conn_json(root, extra={"table_version_management": "true"}))
+    return load_dag_file(DAG_FILE, "lance_provider_e2e_dags"), root
 
 
 def _states(dag_run):

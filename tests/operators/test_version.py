@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import lance
 import pytest
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, Asset
 
@@ -123,3 +124,52 @@ def test_batch_delete_arguments_are_validated():
         LanceBatchDeleteTableVersionsOperator(task_id="x", table_id="t")
     with pytest.raises(ValueError, match="cannot be combined"):
         LanceBatchDeleteTableVersionsOperator(task_id="x", table_id="t", ranges=[], keep_last=1)
+
+
+@pytest.mark.parametrize(
+    ("conn_impl", "extra"),
+    [
+        ("dir", {"table_version_tracking_enabled": "true"}),
+        ("default", {"table_version_management": "true", "manifest_maintenance_every": "0"}),
+        ("rest", {"table_version_management": "true"}),
+    ],
+    ids=["reference-per-table", "engine-one-call", "rest-per-table"],
+)
+def test_batch_delete_operator_cleans_up_several_tables(set_conn, lance_root, conn_impl, extra):
+    """Every table of a namespace, or named tables: the engine in one call (its rows in one ``__manifest``
+    commit, nothing deleted when a table is missing), other implementations one call per table."""
+    set_conn(conn_impl, extra=extra)
+    hook = LanceHook()
+    hook.create_namespace("ns")
+    tables = [["ns", "a"], ["ns", "b"], ["ns", "c"]]
+    for table in tables:
+        write_table(hook.namespace, table)
+        for _ in range(2):
+            write_table(hook.namespace, table, mode="append")
+    before = lance.dataset(str(lance_root / "__manifest")).version
+
+    out = LanceBatchDeleteTableVersionsOperator(task_id="x", namespace_id="ns", keep_last=1).execute(make_context())
+    assert out == {"deleted_count": 6, "tables": {"ns.a": 2, "ns.b": 2, "ns.c": 2}}
+    assert [[v.version for v in hook.list_table_versions(t)] for t in tables] == [[3], [3], [3]]
+    if conn_impl == "default":
+        assert lance.dataset(str(lance_root / "__manifest")).version == before + 1  # one commit, three tables
+
+    for table in tables:
+        write_table(hook.namespace, table, mode="append")
+    named = LanceBatchDeleteTableVersionsOperator(
+        task_id="x", table_ids=["ns.a", "ns.b", "ns.nope"], ranges=[[3, 4]], ignore_if_missing=True
+    )
+    assert named.execute(make_context()) == {"deleted_count": 2, "tables": {"ns.a": 1, "ns.b": 1}}
+    with pytest.raises(AirflowFailException, match="TableNotFoundError"):
+        LanceBatchDeleteTableVersionsOperator(task_id="x", table_ids=["ns.c", "ns.nope"], ranges=[[3, 4]]).execute(
+            make_context()
+        )
+    # the engine checks every table first; one call per table has cleaned the tables before the missing one
+    assert [v.version for v in hook.list_table_versions("ns.c")] == ([3, 4] if conn_impl == "default" else [4])
+
+
+def test_batch_delete_names_exactly_one_target():
+    with pytest.raises(ValueError, match="exactly one of table_id, table_ids and namespace_id"):
+        LanceBatchDeleteTableVersionsOperator(task_id="x", table_id="t", namespace_id="ns", keep_last=1)
+    with pytest.raises(ValueError, match="exactly one of"):
+        LanceBatchDeleteTableVersionsOperator(task_id="x", keep_last=1)
