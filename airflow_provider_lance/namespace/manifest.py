@@ -202,6 +202,12 @@ class ManifestTable:
         index = self._index()
         return index.version_line(table_oid) if index is not None else NO_VERSIONS
 
+    def has_staged(self, table_oid: str) -> bool:
+        """Whether a ``table_version`` row of the table may still point at a staged manifest
+        (``RowIndex.has_staged``)."""
+        index = self._index()
+        return index is not None and index.has_staged(table_oid)
+
     def child_ids(self, prefix: str, object_type: str | None = None) -> list[str]:
         """The object ids of :meth:`children` (no row objects: cheap for long listings)."""
         index = self._index()

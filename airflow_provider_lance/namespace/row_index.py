@@ -57,6 +57,7 @@ _STAGED_PATH = r'\.manifest-[^/]*"'
 _AFTER_DELIMITER = chr(ord(DELIMITER) + 1)
 # Object types as one byte in the base (any other type is null: never asked for by type).
 _TYPES = pa.array([NAMESPACE, TABLE, TABLE_VERSION], pa.string())
+_TYPE_CODES = {object_type: code for code, object_type in enumerate(_TYPES.to_pylist())}
 
 
 class _SortedIds:
@@ -99,6 +100,7 @@ class RowIndex:
         types: pa.Array,
         scans: int = 0,
         tail_positions: dict[str, int] | None = None,
+        staged: list[str] | None = None,
     ) -> None:
         self.table = table
         self.indexed = indexed
@@ -116,6 +118,8 @@ class RowIndex:
         # table object id -> its version line: every describe, poke and commit of a table between two commits
         # reads its rows once (an index never changes)
         self._version_lines: dict[str, VersionLine] = {}
+        # the ids of the rows that may point at a staged manifest (``staged_ids``), None until asked
+        self._staged = staged
 
     @classmethod
     def of(cls, table: pa.Table) -> RowIndex:
@@ -237,35 +241,64 @@ class RowIndex:
 
     def _read_version_line(self, table_oid: str) -> VersionLine:
         prefix = table_oid + DELIMITER
-        parts: list[tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray]] = []
+        parts: list[tuple[pa.Array, pa.Array]] = []  # (object ids, positions in the table)
         start, stop = self._range(prefix)
         if stop > start:
             typed = pc.equal(self._types.slice(start, stop - start), _code(TABLE_VERSION))
-            positions = self._order.slice(start, stop - start).filter(typed)
-            metadata = _gather(self.table.select(["metadata"]), positions)["metadata"]
-            parts.append((self._ids.slice(start, stop - start).filter(typed), metadata))
-        tail = self._tail_descendants(prefix, TABLE_VERSION)
+            parts.append(
+                (
+                    self._ids.slice(start, stop - start).filter(typed),
+                    self._order.slice(start, stop - start).filter(typed),
+                )
+            )
+        tail = self.tail
         if tail.num_rows:
-            parts.append((tail["object_id"], tail["metadata"]))
+            if self.unsorted:
+                self.scans += 1
+            mask = pc.and_(pc.starts_with(tail["object_id"], prefix), pc.equal(tail["object_type"], TABLE_VERSION))
+            hits = pc.indices_nonzero(mask)
+            if len(hits):
+                at = pc.add(hits.cast(pa.int32()), pa.scalar(self.indexed, pa.int32()))
+                parts.append((_one_chunk(tail["object_id"].take(hits)), at))
         if not parts:
             return NO_VERSIONS
-        oids, metadata = (pa.chunked_array([column for part in parts for column in _chunks(part[k])]) for k in (0, 1))
-        oids, metadata = _one_chunk(oids), _one_chunk(metadata)
+        oids, rows = (pa.concat_arrays([part[k] for part in parts]) for k in (0, 1))
         numbers = pc.utf8_slice_codeunits(oids, len(prefix))
         # a version row of this table (not a deeper id); up to 18 digits cast at once, longer ones one by one
         digits = pc.match_substring_regex(numbers, "^[0-9]+$")
         short = pc.and_(digits, pc.less_equal(pc.utf8_length(numbers), 18))
-        longer = pc.indices_nonzero(pc.and_(digits, pc.invert(short))).to_pylist()
-        positions = pc.indices_nonzero(short).to_pylist() + longer
-        versions = pc.cast(numbers.filter(short), pa.int64()).to_pylist() + [int(numbers[at].as_py()) for at in longer]
-        if not versions:
+        longer = pc.indices_nonzero(pc.and_(digits, pc.invert(short)))
+        shorts = pc.cast(numbers.filter(short), pa.int64())
+        if not len(shorts) and not len(longer):
             return NO_VERSIONS
-        by_number = dict(zip(versions, positions, strict=True))
-        # a row without metadata is a candidate too: the reader rejects it
-        candidates = pc.fill_null(pc.match_substring_regex(metadata, _STAGED_PATH), True)
-        staged = set(pc.indices_nonzero(candidates).to_pylist())
-        pending = sorted(number for number, at in by_number.items() if at in staged) if staged else []
-        return VersionLine(VersionRows(by_number, oids, metadata), tuple(pending), max(by_number))
+        extra = {int(numbers[at].as_py()): rows[at].as_py() for at in longer.to_pylist()}
+        line = VersionRows(prefix, shorts, rows.filter(short), self.table, extra, self._locate)
+        candidates = self.staged_ids()
+        at = bisect_left(candidates, prefix)
+        staged = []
+        while at < len(candidates) and candidates[at].startswith(prefix):
+            number = candidates[at][len(prefix) :]
+            if number.isascii() and number.isdigit() and int(number) in line:
+                staged.append(int(number))
+            at += 1
+        return VersionLine(line, tuple(sorted(staged)), line.latest)
+
+    def _locate(self, object_id: str) -> int | None:
+        return self.positions([object_id]).get(object_id)
+
+    def staged_ids(self) -> list[str]:
+        """The ids of every ``table_version`` row that may still point at a staged manifest, sorted (a
+        superset: the reader checks exactly): one vectorised match over all rows, once per index, or derived
+        from the previous version's. Reads of a table without one never read its version line for it."""
+        if self._staged is None:  # threads may race here: at worst it is computed twice
+            self._staged = _staged_candidates(self.table)
+        return self._staged
+
+    def has_staged(self, table_oid: str) -> bool:
+        """Whether any ``table_version`` row of the table may still point at a staged manifest."""
+        candidates, prefix = self.staged_ids(), table_oid + DELIMITER
+        at = bisect_left(candidates, prefix)
+        return at < len(candidates) and candidates[at].startswith(prefix)
 
     def child_names(self, prefix: str, object_type: str, after: str | None = None) -> Iterator[str]:
         """The names of the rows of ``object_type`` one level below ``prefix`` (ids ``<prefix><name>``, the
@@ -335,7 +368,8 @@ class RowIndex:
         if self._tail_positions is not None and tail.num_rows <= TAIL_ROWS:  # a copy of at most TAIL_ROWS ids
             added = rows.column("object_id").to_pylist()
             positions = {**self._tail_positions, **{oid: self.table.num_rows + at for at, oid in enumerate(added)}}
-        index = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans, positions)
+        staged = None if self._staged is None else sorted(self._staged + _staged_candidates(rows))
+        index = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans, positions, staged)
         # a short tail grown long is merged now; a long one (never sorted yet) waits for Snapshot.index
         return index.merged() if index.unsorted and not self.unsorted else index
 
@@ -360,7 +394,7 @@ class RowIndex:
         if not self.unsorted:  # appends as one chunk: a merge adds one chunk to the table, not one per append
             tail = tail.combine_chunks()
         table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
-        return RowIndex(table, table.num_rows, positions, ids, types)
+        return RowIndex(table, table.num_rows, positions, ids, types, staged=self._staged)
 
     def filtered(self, keep: Any) -> RowIndex:
         """The rows where the mask ``keep`` (over :attr:`table`) is true, the base's positions renumbered."""
@@ -373,12 +407,24 @@ class RowIndex:
         kept = base_keep.take(self._order)
         order = renumbered.take(self._order.filter(kept))
         ids, types = self._ids.filter(kept), self._types.filter(kept)
-        return RowIndex(_filter(self.table, keep), len(order), order, ids, types, self.scans)
+        staged = self._staged
+        if staged:  # those still there (few: usually none)
+            found = self.positions(staged)
+            staged = [oid for oid in staged if oid in found and keep[found[oid]].as_py()]
+        return RowIndex(_filter(self.table, keep), len(order), order, ids, types, self.scans, staged=staged)
+
+
+def _staged_candidates(rows: pa.Table) -> list[str]:
+    """The ids of the ``table_version`` rows of ``rows`` whose metadata may name a staged manifest (a row
+    without metadata too: the reader rejects it), sorted."""
+    typed = pc.equal(rows["object_type"], TABLE_VERSION)
+    staged = pc.fill_null(pc.match_substring_regex(rows["metadata"], _STAGED_PATH), True)
+    return sorted(rows["object_id"].filter(pc.and_(typed, staged)).to_pylist())
 
 
 def _code(object_type: str) -> int:
     """The base's one-byte code of a type (-1, which no row has, for a type this engine never writes)."""
-    return int(_TYPES.index(object_type).as_py())
+    return _TYPE_CODES.get(object_type, -1)
 
 
 def _sorted(rows: pa.Table, first: int) -> tuple[pa.Array, pa.Array, pa.Array]:

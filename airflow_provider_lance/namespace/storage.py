@@ -309,8 +309,12 @@ class Storage:
 
     def list_names(self, key: str = "") -> list[str]:
         """Names of the direct children of ``key`` (files and directories alike; [] if missing): one
-        listing, without the per-entry ``stat`` that a detailed local listing makes."""
+        listing, without the per-entry ``stat`` that a detailed local listing makes. On local disk the names
+        as the directory gives them: fsspec's ``ls`` normalises every entry's path (13 ms for the 2,000 names of
+        a table's ``_versions/``, ``os.listdir`` 0.3 ms; issue 29)."""
         try:
+            if self.local_disk:
+                return os.listdir(self.path(key))
             entries = self._ls(self.path(key), detail=False)
         except (FileNotFoundError, NotADirectoryError):
             return []

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import operator
+from bisect import bisect_right
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +53,7 @@ from airflow_provider_lance.namespace.tuning import SMALL_FRAGMENT_ROWS
 
 MAIN_BRANCH = "main"
 MAX_VERSIONS_PER_DELETE = 1_000_000
+NEWER_PROBES = 8  # manifests after the rows' latest looked for one by one before listing ``_versions/`` instead
 
 
 # -- which version line ---------------------------------------------------------------------------------------
@@ -152,9 +155,17 @@ class KnownVersions:
     line: VersionLine
     listed: dict[int, TableVersion] | None = None  # the files described by a detailed listing
 
+    contiguous: bool = False  # the rows hold every version from 1 to the latest row; files only the newer
+
     @property
-    def numbers(self) -> set[int]:
-        return set(self.files) | set(self.line.rows)
+    def numbers(self) -> Sequence[int] | set[int]:
+        return range(1, self.latest + 1) if self.contiguous else set(self.files) | set(self.line.rows)
+
+    def ordered(self, descending: bool) -> Sequence[int]:
+        """Every version number, ascending or descending (a range, not a list, when ``contiguous``)."""
+        if self.contiguous:
+            return range(self.latest or 0, 0, -1) if descending else range(1, (self.latest or 0) + 1)
+        return sorted(self.numbers, reverse=descending)
 
     @property
     def latest(self) -> int | None:
@@ -183,7 +194,15 @@ class KnownVersions:
 
 
 def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersions:
-    """The table's versions (:class:`KnownVersions`), any commit that stopped after its row finished first."""
+    """The table's versions (:class:`KnownVersions`), any commit that stopped after its row finished first.
+    When the rows hold every version from 1 to their latest, no file at or below it can add one: only the
+    manifests after it are looked for (a ``stat`` each, written by writers that went round the namespace),
+    instead of listing ``_versions/`` (10,000 names: ~15 ms of listing and parsing; issue 29)."""
+    if managed:
+        finish_pending(catalog, table)
+        line = version_line(catalog, table)
+        if line.latest and len(line.rows) == line.latest:
+            return KnownVersions(catalog, table, newer_files(catalog, table, line), line, contiguous=True)
     listed = None
     if catalog.storage.is_remote:
         files, listed = _detailed_listing(catalog, table)
@@ -192,6 +211,24 @@ def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersio
     if managed:
         finish_pending(catalog, table)
     return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS, listed)
+
+
+def newer_files(catalog: Catalog, table: Table, line: VersionLine) -> dict[int, str]:
+    """The final manifests after the rows' latest version (versions follow each other: the first missing
+    number ends them); a listing when there are more than a few."""
+    scheme = (_row(line, line.latest).metadata or {}).get("naming_scheme", ids.V2)
+    found: dict[int, str] = {}
+    for version in range(line.latest + 1, line.latest + 1 + NEWER_PROBES):
+        key = ids.manifest_key(table.location, version, scheme)
+        if catalog.storage.file_info(key) is None:
+            return found
+        found[version] = key.rpartition("/")[2]
+    names = version_names(catalog, table)
+    return {
+        number: name
+        for name in names
+        if (parsed := ids.parse_manifest_name(name)) and (number := parsed[0]) > line.latest
+    }
 
 
 def all_versions(catalog: Catalog, table: Table, managed: bool) -> dict[int, TableVersion]:
@@ -281,7 +318,7 @@ def finish_pending(catalog: Catalog, table: Table) -> None:
     in the index; storage requests only for a pending one). Called by every engine read, list and commit that
     touches the table, so that path-based readers see a committed version as soon as any engine call touches
     it."""
-    if catalog.managed():
+    if catalog.managed() and catalog.config.manifest_enabled and catalog.manifest.has_staged(table.object_id):
         line = version_line(catalog, table)
         for version in line.staged:
             finish(catalog, table, version, _row(line, version))
@@ -350,10 +387,12 @@ def list_table_versions(catalog: Catalog, request: ListTableVersionsRequest) -> 
     if page_token is not None and not (page_token.isascii() and page_token.isdigit()):
         raise InvalidInputError(f"Invalid page_token {page_token!r}: expected a version number")
     known = known_versions(catalog, table, managed)
-    ordered = sorted(known.numbers, reverse=descending)
+    ordered = known.ordered(descending)
     if page_token is not None:
         after = int(page_token)
-        ordered = [v for v in ordered if (v < after if descending else v > after)]
+        ordered = ordered[
+            bisect_right(ordered, -after, key=operator.neg) if descending else bisect_right(ordered, after) :
+        ]
     token = None
     if limit is not None and len(ordered) > limit:
         ordered = ordered[:limit]

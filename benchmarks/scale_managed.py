@@ -1,0 +1,419 @@
+"""Large catalogs in managed mode (issue 29): 10,000 tables x 100 versions and 100 tables x 10,000 versions
+(1,000,000 ``table_version`` rows each), ours with ``table_version_management=true`` against the reference with
+``table_version_tracking_enabled=true``; results key ``scale_managed``.
+
+A shape ``<tables>x<versions>`` is built in bulk once and reused from ``BENCH_DIR``
+(``scale-managed-<shape>/``), never through a million commits: a template table with ``versions`` versions is
+written by pylance once per version count, and every table of ``bench`` gets its data files and manifests as
+hard links (the bytes are shared, so a million manifests cost directory entries, not disk). Each engine then
+gets the ``__manifest`` it would have written itself, over the same table directories:
+
+* ours: the namespace ``bench``, one ``table`` row per table and one ``table_version`` row per version, made by
+  the engine's own row builder (``manifest_rows.ManifestRow`` / ``rows_table``, metadata pointing at the final
+  manifest as ``versions.finalize`` leaves it) and appended in one Lance write, with the writer feature flag
+  the engine sets (``commit.mark_table_versions``). The build first commits two versions through the engine in a
+  scratch catalog and checks that its rows have exactly the keys of the bulk-built ones.
+* the reference's: the namespace and the ``table`` rows only (in tracking mode it writes no version rows: a
+  table's versions are its ``_versions/`` files).
+
+The reference also reads our catalog (it lists and describes a catalog with ``table_version`` rows and writes
+versions into it: they are files, not rows): *reference on ours* runs it on our bytes, for information.
+
+Each engine runs in a fresh process (``benchmarks/scale_managed_probe.py``) after a reset (its pristine
+``__manifest`` linked back, the tables the previous probe appended to linked again). It times the p50 of
+DescribeTable, TableExists, DescribeTableVersion (latest; an old version), a ListTableVersions page (20,
+descending), a version sensor's poke (``LanceHook.check_table_version(min_version=1)``, what
+``LanceTableVersionSensor`` calls, through a hook whose namespace is the engine) and a new version (pylance
+``write_dataset(..., namespace_client=ns, mode="append")``: DescribeTable, the staged manifest,
+CreateTableVersion), each call on a varying table.
+
+Goals: every p50 <= 1.0x the reference's and <= 1.5x ours at the baseline, 10 tables x 100 versions (1,000
+version rows). ``BENCH_SCALE_MANAGED_SHAPES=10000x100,100x10000`` picks shapes (the baseline is always
+measured); quick runs measure 100 x 100. ``python -m benchmarks.scale_managed`` runs it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import lance
+import lance_namespace as ln
+import pyarrow as pa
+from lance.namespace import DirectoryNamespace as ReferenceNamespace
+
+from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace import identifiers as ids
+from airflow_provider_lance.namespace.commit import mark_table_versions
+from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow, rows_table
+from benchmarks import catalog
+from benchmarks.common import BENCH_DIR, QUICK, Job, Target, log, ms, ratio
+
+BASELINE = (10, 100)  # 1,000 version rows
+SHAPES = sorted(
+    {BASELINE}
+    | {
+        (int(t), int(v))
+        for t, _, v in (s.partition("x") for s in os.environ.get("BENCH_SCALE_MANAGED_SHAPES", "").split(",") if s)
+    }
+    | ({(100, 100)} if QUICK else {(10_000, 100), (100, 10_000)}),
+    key=lambda shape: (shape[0] * shape[1], shape),
+)
+REPS = 20 if QUICK else 100
+APPENDS = 5 if QUICK else 20
+PAGE = 20
+# engine -> the catalog (``__manifest``) it runs on
+ENGINES = {"ours": "ours", "reference": "reference", "reference_on_ours": "ours"}
+OPERATIONS = (
+    "describe_table",
+    "table_exists",
+    "describe_table_version latest",
+    "describe_table_version old",
+    "list_table_versions page",
+    "version sensor poke",
+    "new version",
+)
+P50_GOAL = 1.0  # x the reference
+FLAT_GOAL = 1.5  # x ours at BASELINE
+CATALOG_FORMAT = f"managed catalog 1, pylance {lance.__version__}"  # a cached catalog of another format is rebuilt
+ROW_BATCH = 100_000  # version rows built and appended per Lance write (memory stays bounded)
+
+
+def shape_name(shape: tuple[int, int]) -> str:
+    return f"{shape[0]}x{shape[1]}"
+
+
+def location(i: int) -> str:
+    """Where table ``t<i>`` of ``bench`` lives (the child-namespace form: ``<8 hex>_bench$t<i>``)."""
+    return f"{i:08x}_{catalog.NAMESPACE}$t{i}"
+
+
+_BUILT = re.compile(r"__manifest|[0-9a-f]{8}_bench\$t\d+")
+
+
+def template(work: Path, versions: int) -> Path:
+    """A table of ``versions`` versions written by pylance (one row per version; overwrites above 100 versions,
+    so that a manifest stays one fragment), built once per version count."""
+    path = work / f"template-managed-{versions}"
+    if not path.exists():
+        started = time.perf_counter()
+        partial = catalog.make_template(
+            work / f"template-managed-{versions}.part", versions, "append" if versions <= 100 else "overwrite"
+        )
+        partial.rename(path)
+        log(f"  template of {versions:,} versions written in {time.perf_counter() - started:.0f} s")
+    return path
+
+
+def link_table(source: Path, target: Path) -> None:
+    """The template's data files and manifests as hard links in a new table directory (Lance never changes a
+    file in place; a writer adds files, so the template is never touched)."""
+    target.mkdir()
+    (target / ".lance-reserved").write_bytes(catalog.MARKER)
+    for part in ("data", "_versions"):
+        (target / part).mkdir()
+        with os.scandir(source / part) as entries:
+            for entry in entries:
+                os.link(entry.path, target / part / entry.name)
+
+
+def version_rows(namespace: DirectoryNamespace, tables: int, versions: int) -> list[pa.Table]:
+    """Our ``table_version`` rows of every table, in batches of ``ROW_BATCH``: the engine's row builder, the
+    metadata of a finished commit (final manifest path, size and e-tag, naming scheme, commit time). The files
+    of one version number are hard links of one file, so one ``info`` per version number serves every table."""
+    storage = namespace.catalog.storage
+    infos = {v: storage.info(ids.manifest_key(location(0), v, ids.V2)) for v in range(1, versions + 1)}
+    batches, rows = [], []
+    for i in range(tables):
+        for version, info in infos.items():
+            metadata = {
+                "manifest_path": storage.object_path(ids.manifest_key(location(i), version, ids.V2)),
+                "manifest_size": info.size,
+                "e_tag": info.e_tag,
+                "naming_scheme": ids.V2,
+                "timestamp_millis": info.timestamp_millis,
+            }
+            rows.append(
+                ManifestRow(ids.version_object_id([catalog.NAMESPACE, f"t{i}"], version), TABLE_VERSION, None, metadata)
+            )
+            if len(rows) == ROW_BATCH:
+                batches.append(rows_table(rows))
+                rows = []
+    return [*batches, rows_table(rows)] if rows else batches
+
+
+def check_row_format(work: Path, source: Path) -> None:
+    """Two versions committed through our engine (pylance through the namespace) in a scratch catalog: its
+    ``table_version`` rows must have exactly the metadata keys, in the same order, that :func:`version_rows`
+    writes (a format drift fails the build instead of measuring a catalog the engine never writes)."""
+    scratch = work / "managed-row-format"
+    catalog.remove(scratch)
+    namespace = DirectoryNamespace(root=str(scratch), table_version_management="true")
+    namespace.create_namespace(ln.CreateNamespaceRequest(id=[catalog.NAMESPACE]))
+    for mode in ("create", "append"):
+        lance.write_dataset(
+            pa.table({"x": [1]}), namespace_client=namespace, table_id=[catalog.NAMESPACE, "t"], mode=mode
+        )
+    written = lance.dataset(str(scratch / "__manifest")).to_table(filter=f"object_type = '{TABLE_VERSION}'")
+    keys = {tuple(json.loads(meta)) for meta in written["metadata"].to_pylist()}
+    ours = DirectoryNamespace(root=str(source), table_version_management="true")
+    built = {tuple(json.loads(meta)) for meta in version_rows(ours, 1, 1)[0]["metadata"].to_pylist()}
+    catalog.remove(scratch)
+    if keys != built:
+        raise RuntimeError(f"table_version rows drifted: the engine writes {keys}, the bulk build {built}")
+
+
+def build(home: Path, work: Path, tables: int, versions: int) -> None:
+    """The table directories under ``home/catalog`` and each engine's pristine ``__manifest`` under
+    ``home/manifest-<engine>``."""
+    root = home / "catalog"
+    root.mkdir(parents=True)
+    source = template(work, versions)
+    for i in range(tables):
+        link_table(source, root / location(i))
+    check_row_format(work, root)
+    table_ids = [f"{catalog.NAMESPACE}$t{i}" for i in range(tables)]
+    table_rows = catalog.table_rows(table_ids, [location(i) for i in range(tables)])
+    ours = DirectoryNamespace(root=str(root), table_version_management="true")
+    ours.create_namespace(ln.CreateNamespaceRequest(id=[catalog.NAMESPACE]))
+    with ours.catalog.manifest.operation():
+        mark_table_versions(ours.catalog)  # what the engine's first version commit sets
+    manifest = lance.dataset(str(root / "__manifest"))
+    manifest.insert(table_rows)
+    for rows in version_rows(ours, tables, versions):
+        manifest.insert(rows)
+    (root / "__manifest").rename(home / "manifest-ours")
+    theirs = ReferenceNamespace(root=str(root), table_version_tracking_enabled="true")
+    theirs.create_namespace(ln.CreateNamespaceRequest(id=[catalog.NAMESPACE]))
+    lance.dataset(str(root / "__manifest")).insert(table_rows)
+    (root / "__manifest").rename(home / "manifest-reference")
+
+
+def prepared(work: Path, shape: tuple[int, int]) -> tuple[Path, dict[str, Any]]:
+    """The catalog of ``shape`` under ``work/scale-managed-<shape>`` (built now, or reused), and how it came."""
+    home = work / f"scale-managed-{shape_name(shape)}"
+    stamp = home / "built.json"
+    if stamp.exists() and json.loads(stamp.read_text()).get("format") == CATALOG_FORMAT:
+        return home, {**json.loads(stamp.read_text()), "reused": True}
+    catalog.remove(home)
+    started = time.perf_counter()
+    build(home, work, *shape)
+    built = {"format": CATALOG_FORMAT, "build_seconds": time.perf_counter() - started}
+    stamp.write_text(json.dumps(built))
+    return home, {**built, "reused": False}
+
+
+def appended_tables(shape: tuple[int, int]) -> list[int]:
+    """The tables the probe's new versions go to (``scale_managed_probe.pick`` with the appends' walk)."""
+    from benchmarks.scale_managed_probe import APPEND_SEED, pick_index
+
+    return sorted({pick_index(i, shape[0], APPEND_SEED) for i in range(APPENDS)})
+
+
+def reset(home: Path, shape: tuple[int, int], manifest: str) -> float:
+    """The catalog as built, with ``manifest``'s ``__manifest`` (hard links: Lance never changes a file in
+    place): the tables a probe appended to linked again from the template, anything a probe added removed."""
+    started = time.perf_counter()
+    root = home / "catalog"
+    catalog.remove(root / "__manifest")
+    shutil.copytree(home / f"manifest-{manifest}", root / "__manifest", copy_function=os.link)
+    source = template(home.parent, shape[1])
+    for i in appended_tables(shape):
+        catalog.remove(root / location(i))
+        link_table(source, root / location(i))
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if not _BUILT.fullmatch(entry.name):
+                catalog.remove(Path(entry.path))
+    return time.perf_counter() - started
+
+
+def probe(engine: str, home: Path, shape: tuple[int, int]) -> dict[str, Any]:
+    """Run ``benchmarks.scale_managed_probe`` for one engine in a new process; its results, or the error."""
+    job = {
+        "engine": engine.split("_")[0],
+        "root": str(home / "catalog"),
+        "tables": shape[0],
+        "versions": shape[1],
+        "reps": REPS,
+        "appends": APPENDS,
+        "page": PAGE,
+    }
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.scale_managed_probe"],
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            cwd=Path(__file__).resolve().parent.parent,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out after 1800 s", "seconds": time.perf_counter() - started}
+    if done.returncode:
+        return {"error": " / ".join(done.stderr.strip().splitlines()[-3:]), "seconds": time.perf_counter() - started}
+    return {**json.loads(done.stdout), "seconds": time.perf_counter() - started}
+
+
+def run() -> dict[str, Any]:
+    """Every shape, the three probes, one fresh process each."""
+    started = time.perf_counter()
+    work = Path(BENCH_DIR) if BENCH_DIR else Path(tempfile.mkdtemp(prefix="lance-bench-scale-managed-"))
+    results: dict[str, Any] = {
+        "shapes": [shape_name(s) for s in SHAPES],
+        "reps": REPS,
+        "appends": APPENDS,
+        "page": PAGE,
+        "catalogs": {},
+        "probes": {},
+    }
+    try:
+        for shape in SHAPES:
+            shape_started = time.perf_counter()
+            log(f"scale_managed: {shape[0]:,} tables x {shape[1]:,} versions")
+            home, made = prepared(work, shape)
+            log(f"  {'reused' if made['reused'] else 'built'} ({made['build_seconds']:.0f} s to build)")
+            probes = {}
+            for engine, manifest in ENGINES.items():
+                made[f"reset_seconds_{engine}"] = reset(home, shape, manifest)
+                probes[engine] = probe(engine, home, shape)
+                log(f"  {engine}: {summary(probes[engine])}")
+            reset(home, shape, "ours")
+            made["seconds"] = time.perf_counter() - shape_started
+            results["catalogs"][shape_name(shape)] = made
+            results["probes"][shape_name(shape)] = probes
+    finally:
+        if not BENCH_DIR:
+            catalog.remove(work)
+    results["seconds"] = time.perf_counter() - started
+    return results
+
+
+def summary(measured: dict[str, Any]) -> str:
+    """One log line of a probe."""
+    if "error" in measured:
+        return f"failed: {measured['error']}"
+    operations = ", ".join(f"{name} {value['p50']:.2f}" for name, value in measured["operations"].items())
+    return f"open {measured['open_ms']:.0f} ms, p50 ms: {operations}; {measured['seconds']:.0f} s"
+
+
+def jobs(work: Path) -> list[Job]:
+    """(results key, measure) of the section."""
+    return [("scale_managed", run)]
+
+
+WHY: dict[str, tuple[str, str]] = {}  # operation -> (why it misses, what next), filled from the profiles
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    """Per shape above the baseline and operation: p50 ÷ the reference's (on its own catalog) and ÷ ours at the
+    baseline."""
+    measured = results.get("scale_managed")
+    if not measured:
+        return []
+    base = measured["probes"].get(shape_name(BASELINE), {}).get("ours", {})
+    rows = []
+    for name, engines in measured["probes"].items():
+        ours, theirs = engines["ours"], engines["reference"]
+        if name == shape_name(BASELINE) or "error" in ours or "error" in theirs:
+            continue
+        tables, versions = (int(n) for n in name.split("x"))
+        for op in OPERATIONS:
+            mine = ours["operations"][op]["p50"]
+            to_ref = mine / theirs["operations"][op]["p50"]
+            to_base = mine / base["operations"][op]["p50"] if "operations" in base else float("nan")
+            rows.append(
+                Target(
+                    f"managed mode, {tables:,} tables x {versions:,} versions: {op} p50 ÷ reference tracking;"
+                    f" ÷ ours at {BASELINE[0]} x {BASELINE[1]}",
+                    f"≤ {P50_GOAL:.1f}x; ≤ {FLAT_GOAL:.1f}x",
+                    f"{to_ref:.2f}x; {to_base:.2f}x",
+                    to_ref <= P50_GOAL and to_base <= FLAT_GOAL,
+                    WHY.get(op),
+                )
+            )
+    return rows
+
+
+def section(results: dict[str, Any]) -> list[str]:
+    """The section's Markdown lines."""
+    measured = results.get("scale_managed")
+    if not measured:
+        return []
+    lines = [
+        "## Large catalogs in managed mode: 1,000,000 version rows (issue 29)",
+        "",
+        "Ours with `table_version_management=true`, the reference with `table_version_tracking_enabled=true`."
+        " A shape *tables x versions* is built in bulk (`benchmarks/scale_managed.py`): a template table written"
+        " by pylance, hard-linked into every table of `bench`; ours gets a `__manifest` of table rows and one"
+        " `table_version` row per version (the engine's row builder, checked against a real commit), the"
+        " reference the table rows only (it writes no version rows: its versions are the `_versions/` files)."
+        " *Reference on ours* is the reference on our catalog's bytes (it reads them and commits versions into"
+        " them). Each engine runs in a fresh process after a reset, one after the other, on this shared 2-core"
+        f" machine. p50 (ms) of {measured['reps']} calls on varying tables; *old* = a varying version below the"
+        f" latest; a page = `list_table_versions(limit={measured['page']}, descending=True)`; the poke ="
+        " `LanceHook.check_table_version(min_version=1)` (LanceTableVersionSensor's poke); a new version ="
+        f" pylance `write_dataset(..., namespace_client=ns, mode='append')` ({measured['appends']} on varying"
+        f" tables). *Open* = construct + the first DescribeTable. Section run time {measured['seconds']:.0f} s.",
+        "",
+        "| tables x versions | engine | open | " + " | ".join(OPERATIONS) + " | probe s |",
+        "|---|---|---:|" + "---:|" * (len(OPERATIONS) + 1),
+    ]
+    for name, engines in measured["probes"].items():
+        for engine, probed in engines.items():
+            label = engine.replace("_", " ")
+            if "error" in probed:
+                lines.append(f"| {name} | {label} | **failed**: {probed['error']} |" + " |" * (len(OPERATIONS) + 1))
+                continue
+            lines.append(
+                f"| {name} | {label} | {probed['open_ms']:,.0f} | "
+                + " | ".join(ms(probed["operations"][op]["p50"]) for op in OPERATIONS)
+                + f" | {probed['seconds']:.0f} |"
+            )
+    base = measured["probes"].get(shape_name(BASELINE), {}).get("ours", {})
+    lines += ["", f"Ours ÷ reference tracking; ours ÷ ours at {shape_name(BASELINE)} (flatness):", ""]
+    lines += ["| tables x versions | " + " | ".join(OPERATIONS) + " |", "|---|" + "---:|" * len(OPERATIONS)]
+    for name, engines in measured["probes"].items():
+        ours, theirs = engines["ours"], engines["reference"]
+        if "error" in ours or "error" in theirs:
+            continue
+        cells = [
+            ratio(ours["operations"][op]["p50"], theirs["operations"][op]["p50"])
+            + (
+                "; " + ratio(ours["operations"][op]["p50"], base["operations"][op]["p50"])
+                if "operations" in base
+                else ""
+            )
+            for op in OPERATIONS
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Catalogs: " + "; ".join(_built(name, made) for name, made in measured["catalogs"].items()) + ".",
+        "",
+        *NOTES,
+        "",
+    ]
+    return lines
+
+
+NOTES: list[str] = []
+
+
+def _built(name: str, made: dict[str, Any]) -> str:
+    how = "reused from BENCH_DIR (built in" if made["reused"] else "built in"
+    return f"{name} {how} {made['build_seconds']:.0f} s{')' if made['reused'] else ''}, {made['seconds']:.0f} s with the probes"
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=1))
