@@ -411,8 +411,9 @@ NOTES: list[str] = []
 
 
 def _built(name: str, made: dict[str, Any]) -> str:
-    how = "reused from BENCH_DIR (built in" if made["reused"] else "built in"
-    return f"{name} {how} {made['build_seconds']:.0f} s{')' if made['reused'] else ''}, {made['seconds']:.0f} s with the probes"
+    built = f"{made['build_seconds']:.0f} s"
+    how = f"reused from BENCH_DIR (built in {built})" if made["reused"] else f"built in {built}"
+    return f"{name} {how}, {made['seconds']:.0f} s with the probes"
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, Manife
 from airflow_provider_lance.namespace.storage import FileInfo, is_transient_error
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
+    commit_names,
     finalize,
     latest_number,
     locate_line,
@@ -46,7 +47,6 @@ from airflow_provider_lance.namespace.versions import (
     table_version_from,
     version_files,
     version_line,
-    version_names,
 )
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def _create(
     """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
     entry serves both the scheme check and the version check."""
     remote = catalog.storage.is_remote
-    listings = map_concurrently(lambda table: version_names(catalog, table), [t for t, _ in located], remote)
+    listings = map_concurrently(lambda table: commit_names(catalog, table, managed), [t for t, _ in located], remote)
     entries = [
         validate_entry(catalog, table, entry, names) for (table, entry), names in zip(located, listings, strict=True)
     ]

@@ -201,7 +201,7 @@ def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersio
     if managed:
         finish_pending(catalog, table)
         line = version_line(catalog, table)
-        if line.latest and len(line.rows) == line.latest:
+        if complete(line):
             return KnownVersions(catalog, table, newer_files(catalog, table, line), line, contiguous=True)
     listed = None
     if catalog.storage.is_remote:
@@ -213,10 +213,29 @@ def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersio
     return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS, listed)
 
 
+def complete(line: VersionLine) -> bool:
+    """Whether the rows hold every version from 1 to their latest: no file at or below it can add a version."""
+    return bool(line.latest) and len(line.rows) == line.latest
+
+
+def commit_names(catalog: Catalog, table: Table, managed: bool) -> list[str]:
+    """The ``_versions/`` names a commit checks (the table's naming scheme, its latest version): with
+    :func:`complete` rows the latest row's manifest and the files after it, else one listing."""
+    if managed:
+        line = version_line(catalog, table)
+        if complete(line):
+            return [ids.manifest_name(line.latest, _scheme(line)), *newer_files(catalog, table, line).values()]
+    return version_names(catalog, table)
+
+
+def _scheme(line: VersionLine) -> str:
+    return str((_row(line, line.latest).metadata or {}).get("naming_scheme", ids.V2))
+
+
 def newer_files(catalog: Catalog, table: Table, line: VersionLine) -> dict[int, str]:
     """The final manifests after the rows' latest version (versions follow each other: the first missing
     number ends them); a listing when there are more than a few."""
-    scheme = (_row(line, line.latest).metadata or {}).get("naming_scheme", ids.V2)
+    scheme = _scheme(line)
     found: dict[int, str] = {}
     for version in range(line.latest + 1, line.latest + 1 + NEWER_PROBES):
         key = ids.manifest_key(table.location, version, scheme)
