@@ -373,6 +373,30 @@ class RowIndex:
         # a short tail grown long is merged now; a long one (never sorted yet) waits for Snapshot.index
         return index.merged() if index.unsorted and not self.unsorted else index
 
+    def replaced(self, rows: pa.Table) -> RowIndex:
+        """These rows with ``rows`` in place of the rows of the same ids, added when there are none (another
+        index). When every replaced row is in the tail (a repoint of the commit point just appended) only the
+        tail is filtered: a filter of every row renumbers the whole base (~250 ms per commit at 1,000,000 rows,
+        issue 29)."""
+        wanted = rows["object_id"]
+        found = self.positions(wanted.to_pylist())
+        if self.unsorted or any(at < self.indexed for at in found.values()):
+            return self.filtered(pc.invert(pc.is_in(self.table["object_id"], wanted))).appended(rows)
+        gone = set(found)
+        staged = None if self._staged is None else [oid for oid in self._staged if oid not in gone]
+        tail = self.tail
+        kept = tail.filter(pc.invert(pc.is_in(tail["object_id"], wanted))) if gone else tail
+        base = RowIndex(
+            self.table.slice(0, self.indexed),
+            self.indexed,
+            self._order,
+            self._ids,
+            self._types,
+            self.scans,
+            staged=staged,
+        )
+        return base.appended(pa.concat_tables([kept, rows.select(kept.column_names).cast(kept.schema)]))
+
     def merged(self) -> RowIndex:
         """The same rows with the tail merged into the base: the tail sorted, then one pass over the base."""
         tail = self.tail

@@ -20,7 +20,6 @@ from typing import Any
 
 import lance
 import pyarrow as pa
-import pyarrow.compute as pc
 from lance_namespace import (
     BatchDeleteTableVersionsRequest,
     BatchDeleteTableVersionsResponse,
@@ -322,7 +321,7 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
             raise
 
     def change(index: RowIndex) -> RowIndex:
-        return index.filtered(pc.invert(pc.is_in(index.table["object_id"], data["object_id"]))).appended(data)
+        return index.replaced(data)
 
     try:
         catalog.manifest.commit(write, change)
