@@ -38,9 +38,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -55,7 +52,8 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.commit import mark_table_versions
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow, rows_table
 from benchmarks import catalog
-from benchmarks.common import BENCH_DIR, QUICK, Job, Target, log, ms
+from benchmarks.common import QUICK, Job, Target, log, ms
+from benchmarks.scale import cached, run_catalogs, run_probe
 
 BASELINE = (10, 100)  # 1,000 version rows
 SHAPES = sorted(
@@ -84,6 +82,7 @@ OPERATIONS = (
 P50_GOAL = 1.0  # x the reference
 FLAT_GOAL = 1.5  # x ours at BASELINE
 CATALOG_FORMAT = f"managed catalog 1, pylance {lance.__version__}"  # a cached catalog of another format is rebuilt
+PROBE_SECONDS = 1800  # the reference's version calls take 0.2-0.3 s each at 10,000 versions
 ROW_BATCH = 100_000  # version rows built and appended per Lance write (memory stays bounded)
 
 
@@ -187,7 +186,7 @@ def build(home: Path, work: Path, tables: int, versions: int) -> None:
     """The table directories under ``home/catalog`` and each engine's pristine ``__manifest`` under
     ``home/manifest-<engine>``."""
     root = home / "catalog"
-    root.mkdir(parents=True)
+    root.mkdir()
     source = template(work, versions)
     for i in range(tables):
         link_table(source, root / location(i))
@@ -212,15 +211,7 @@ def build(home: Path, work: Path, tables: int, versions: int) -> None:
 def prepared(work: Path, shape: tuple[int, int]) -> tuple[Path, dict[str, Any]]:
     """The catalog of ``shape`` under ``work/scale-managed-<shape>`` (built now, or reused), and how it came."""
     home = work / f"scale-managed-{shape_name(shape)}"
-    stamp = home / "built.json"
-    if stamp.exists() and json.loads(stamp.read_text()).get("format") == CATALOG_FORMAT:
-        return home, {**json.loads(stamp.read_text()), "reused": True}
-    catalog.remove(home)
-    started = time.perf_counter()
-    build(home, work, *shape)
-    built = {"format": CATALOG_FORMAT, "build_seconds": time.perf_counter() - started}
-    stamp.write_text(json.dumps(built))
-    return home, {**built, "reused": False}
+    return home, cached(home, CATALOG_FORMAT, lambda: build(home, work, *shape))
 
 
 def appended_tables(shape: tuple[int, int]) -> list[int]:
@@ -259,56 +250,22 @@ def probe(engine: str, home: Path, shape: tuple[int, int]) -> dict[str, Any]:
         "appends": APPENDS,
         "page": PAGE,
     }
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "benchmarks.scale_managed_probe"],
-            input=json.dumps(job),
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            cwd=Path(__file__).resolve().parent.parent,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": "timed out after 1800 s", "seconds": time.perf_counter() - started}
-    if done.returncode:
-        return {"error": " / ".join(done.stderr.strip().splitlines()[-3:]), "seconds": time.perf_counter() - started}
-    return {**json.loads(done.stdout), "seconds": time.perf_counter() - started}
+    return run_probe("benchmarks.scale_managed_probe", job, PROBE_SECONDS)
 
 
 def run() -> dict[str, Any]:
     """Every shape, the three probes, one fresh process each."""
-    started = time.perf_counter()
-    work = Path(BENCH_DIR) if BENCH_DIR else Path(tempfile.mkdtemp(prefix="lance-bench-scale-managed-"))
-    results: dict[str, Any] = {
-        "shapes": [shape_name(s) for s in SHAPES],
-        "reps": REPS,
-        "appends": APPENDS,
-        "page": PAGE,
-        "catalogs": {},
-        "probes": {},
-    }
-    try:
-        for shape in SHAPES:
-            shape_started = time.perf_counter()
-            log(f"scale_managed: {shape[0]:,} tables x {shape[1]:,} versions")
-            home, made = prepared(work, shape)
-            log(f"  {'reused' if made['reused'] else 'built'} ({made['build_seconds']:.0f} s to build)")
-            probes = {}
-            for engine, manifest in ENGINES.items():
-                made[f"reset_seconds_{engine}"] = reset(home, shape, manifest)
-                probes[engine] = probe(engine, home, shape)
-                log(f"  {engine}: {summary(probes[engine])}")
-            reset(home, shape, "ours")
-            made["seconds"] = time.perf_counter() - shape_started
-            results["catalogs"][shape_name(shape)] = made
-            results["probes"][shape_name(shape)] = probes
-    finally:
-        if not BENCH_DIR:
-            catalog.remove(work)
-    results["seconds"] = time.perf_counter() - started
-    return results
+    return run_catalogs(
+        "scale_managed",
+        SHAPES,
+        shape_name,
+        prepared,
+        list(ENGINES),
+        lambda home, shape, engine: reset(home, shape, ENGINES[engine]),
+        lambda home, shape, engine: probe(engine, home, shape),
+        summary,
+        {"shapes": [shape_name(s) for s in SHAPES], "reps": REPS, "appends": APPENDS, "page": PAGE},
+    )
 
 
 def summary(measured: dict[str, Any]) -> str:
