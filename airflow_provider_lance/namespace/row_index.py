@@ -57,6 +57,8 @@ _STAGED_PATH = r'\.manifest-[^/]*"'
 _AFTER_DELIMITER = chr(ord(DELIMITER) + 1)
 # Object types as one byte in the base (any other type is null: never asked for by type).
 _TYPES = pa.array([NAMESPACE, TABLE, TABLE_VERSION], pa.string())
+# A slice of UTF-8 bytes as a string without validating it (a cut character is no digit: it fails the digit check)
+_BYTES_AS_STRING = pc.CastOptions(pa.string(), allow_invalid_utf8=True)
 _TYPE_CODES = {object_type: code for code, object_type in enumerate(_TYPES.to_pylist())}
 
 
@@ -263,15 +265,22 @@ class RowIndex:
         if not parts:
             return NO_VERSIONS
         oids, rows = (pa.concat_arrays([part[k] for part in parts]) for k in (0, 1))
-        numbers = pc.utf8_slice_codeunits(oids, len(prefix))
+        # the part after the prefix, by bytes (a third of the time of a slice by code points; ~1 -> ~0.4 ms for a
+        # line of 10,000 versions, issue 29): up to 19 bytes, enough for any number that fits in int64
+        cut = len(prefix.encode())
+        numbers = pc.cast(pc.binary_slice(oids.cast(pa.binary()), cut, cut + 19), options=_BYTES_AS_STRING)
         # a version row of this table (not a deeper id); up to 18 digits cast at once, longer ones one by one
-        digits = pc.match_substring_regex(numbers, "^[0-9]+$")
-        short = pc.and_(digits, pc.less_equal(pc.utf8_length(numbers), 18))
+        digits = pc.ascii_is_decimal(numbers)
+        short = pc.and_(digits, pc.less_equal(pc.binary_length(oids), cut + 18))
         longer = pc.indices_nonzero(pc.and_(digits, pc.invert(short)))
         shorts = pc.cast(numbers.filter(short), pa.int64())
         if not len(shorts) and not len(longer):
             return NO_VERSIONS
-        extra = {int(numbers[at].as_py()): rows[at].as_py() for at in longer.to_pylist()}
+        extra = {
+            int(number): rows[at].as_py()
+            for at in longer.to_pylist()
+            if (number := oids[at].as_py()[len(prefix) :]).isascii() and number.isdigit()
+        }
         line = VersionRows(prefix, shorts, rows.filter(short), self.table, extra, self._locate)
         candidates = self.staged_ids()
         at = bisect_left(candidates, prefix)
