@@ -477,10 +477,6 @@ def _one_chunk(array: pa.ChunkedArray) -> pa.Array:
     return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
 
 
-def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-
-
 def _int32s(buffer: pa.Buffer | None, offset: int, length: int) -> memoryview:
     """``length`` int32 values of an Arrow buffer from ``offset`` on, read without copying."""
     if buffer is None:

@@ -48,11 +48,10 @@ from airflow_provider_lance.namespace.manifest_rows import (
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import FileInfo
-from airflow_provider_lance.namespace.tuning import SMALL_FRAGMENT_ROWS
+from airflow_provider_lance.namespace.tuning import NEWER_PROBES, SMALL_FRAGMENT_ROWS
 
 MAIN_BRANCH = "main"
 MAX_VERSIONS_PER_DELETE = 1_000_000
-NEWER_PROBES = 8  # manifests after the rows' latest looked for one by one before listing ``_versions/`` instead
 
 
 # -- which version line ---------------------------------------------------------------------------------------
