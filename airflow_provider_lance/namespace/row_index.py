@@ -377,7 +377,7 @@ class RowIndex:
         if self._tail_positions is not None and tail.num_rows <= TAIL_ROWS:  # a copy of at most TAIL_ROWS ids
             added = rows.column("object_id").to_pylist()
             positions = {**self._tail_positions, **{oid: self.table.num_rows + at for at, oid in enumerate(added)}}
-        staged = None if self._staged is None else sorted(self._staged + _staged_candidates(rows))
+        staged = None if self._staged is None else sorted({*self._staged, *_staged_candidates(rows)})
         index = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans, positions, staged)
         # a short tail grown long is merged now; a long one (never sorted yet) waits for Snapshot.index
         return index.merged() if index.unsorted and not self.unsorted else index
