@@ -432,8 +432,8 @@ NOTES = [
     " reads its numbers by bytes (1.1 -> 0.4 ms at 10,000 versions).",
     "The reference's version calls list `_versions/` (10,000 manifests: 0.1-0.3 s a call in our runs) and read"
     " `__manifest` whole when it holds our million rows (*reference on ours*: 30-55 ms per DescribeTable); its"
-    " DescribeTable answers neither version nor schema. A new process of ours reads the million rows once (the open: 0.6-3 s,"
-    " including one vectorised match of every row's metadata for pending commits, ~0.2-0.4 s).",
+    " DescribeTable answers neither version nor schema. A new process of ours reads the million rows once (the"
+    " open: 0.6-3 s, including one vectorised match of every row's metadata for pending commits, ~0.2-0.4 s).",
 ]
 
 
