@@ -82,6 +82,9 @@ OPERATIONS = (
 P50_GOAL = 1.0  # x the reference
 FLAT_GOAL = 1.5  # x ours at BASELINE
 CATALOG_FORMAT = f"managed catalog 1, pylance {lance.__version__}"  # a cached catalog of another format is rebuilt
+# The engine before this section's changes, measured once by this section with that commit's package (results
+# key BEFORE_KEY, merged into latest.json by hand: see docs/benchmarks.md's note under the section).
+BEFORE_KEY, BEFORE_COMMIT = "scale_managed/before", "e592d9b"
 PROBE_SECONDS = 1800  # the reference's version calls take 0.2-0.3 s each at 10,000 versions
 ROW_BATCH = 100_000  # version rows built and appended per Lance write (memory stays bounded)
 
@@ -377,20 +380,8 @@ def section(results: dict[str, Any]) -> list[str]:
         f" pylance `write_dataset(..., namespace_client=ns, mode='append')` ({measured['appends']} on varying"
         f" tables). *Open* = construct + the first DescribeTable. Section run time {measured['seconds']:.0f} s.",
         "",
-        "| tables x versions | engine | open | " + " | ".join(OPERATIONS) + " | probe s |",
-        "|---|---|---:|" + "---:|" * (len(OPERATIONS) + 1),
+        *_p50_table(measured),
     ]
-    for name, engines in measured["probes"].items():
-        for engine, probed in engines.items():
-            label = engine.replace("_", " ")
-            if "error" in probed:
-                lines.append(f"| {_shown(name)} | {label} | **failed**: {probed['error']} |" + " |" * len(OPERATIONS))
-                continue
-            lines.append(
-                f"| {_shown(name)} | {label} | {probed['open_ms']:,.0f} | "
-                + " | ".join(ms(probed["operations"][op]["p50"]) for op in OPERATIONS)
-                + f" | {probed['seconds']:.0f} |"
-            )
     base = measured["probes"].get(shape_name(BASELINE), {}).get("ours", {})
     lines += ["", f"Ours ÷ reference tracking; ours ÷ ours at {_shown(shape_name(BASELINE))} (flatness):", ""]
     lines += ["| tables x versions | " + " | ".join(OPERATIONS) + " |", "|---|" + "---:|" * len(OPERATIONS)]
@@ -413,6 +404,17 @@ def section(results: dict[str, Any]) -> list[str]:
         "Catalogs: " + "; ".join(_built(name, made) for name, made in measured["catalogs"].items()) + ".",
         "",
     ]
+    before = results.get(BEFORE_KEY)
+    if before:
+        lines += [
+            f"Before: the engine this work started from ({BEFORE_COMMIT}, its package run by the same section on"
+            " the same catalogs, against the reference in the same run; no *reference on ours*). The calls that"
+            " listed `_versions/` grow with the versions, the new version with the rows (a filter of every row"
+            " per repoint):",
+            "",
+            *_p50_table(before),
+            "",
+        ]
     for note in NOTES:
         lines += [note, ""]
     return lines
@@ -428,13 +430,35 @@ NOTES = [
     " listing `_versions/` (a listing and parse of 10,000 names cost ~15-25 ms; under cProfile at 2,000"
     " versions describe 19.6 -> 1.7 ms, describe_table_version 35 -> 2.2 ms); local names are listed with `os.listdir`"
     " (fsspec's local `ls` normalised every path: 13 ms for 2,000 names); the repoint derives the next index"
-    " from the tail only (`RowIndex.replaced`: a new version 276 -> 14 ms at 10,000 x 100), and a version line"
-    " reads its numbers by bytes (1.1 -> 0.4 ms at 10,000 versions).",
+    " from the tail only (`RowIndex.replaced`: it filtered every row), and a version line reads its numbers by"
+    " bytes (1.1 -> 0.4 ms at 10,000 versions). Before -> after (the table above): at 100 x 10,000 describe"
+    " 47.6 -> 1.3 ms, describe_table_version 28 -> 0.14 ms, a page 28 -> 0.86 ms, the sensor's poke 28 -> 0.14"
+    " ms, a new version 145 -> 12 ms; at 10,000 x 100 a new version 36 -> 14 ms, TableExists 0.77 -> 0.05 ms.",
     "The reference's version calls list `_versions/` (10,000 manifests: 0.1-0.3 s a call in our runs) and read"
     " `__manifest` whole when it holds our million rows (*reference on ours*: 30-55 ms per DescribeTable); its"
     " DescribeTable answers neither version nor schema. A new process of ours reads the million rows once (the"
     " open: 0.6-3 s, including one vectorised match of every row's metadata for pending commits, ~0.2-0.4 s).",
 ]
+
+
+def _p50_table(measured: dict[str, Any]) -> list[str]:
+    """The p50 of every probe of a run, a row per shape and engine."""
+    lines = [
+        "| tables x versions | engine | open | " + " | ".join(OPERATIONS) + " | probe s |",
+        "|---|---|---:|" + "---:|" * (len(OPERATIONS) + 1),
+    ]
+    for name, engines in measured["probes"].items():
+        for engine, probed in engines.items():
+            label = engine.replace("_", " ")
+            if "error" in probed:
+                lines.append(f"| {_shown(name)} | {label} | **failed**: {probed['error']} |" + " |" * len(OPERATIONS))
+                continue
+            lines.append(
+                f"| {_shown(name)} | {label} | {probed['open_ms']:,.0f} | "
+                + " | ".join(ms(probed["operations"][op]["p50"]) for op in OPERATIONS)
+                + f" | {probed['seconds']:.0f} |"
+            )
+    return lines
 
 
 def _built(name: str, made: dict[str, Any]) -> str:
