@@ -316,7 +316,8 @@ _COMMIT = (
     " (~6 ms on this loaded machine) and a Lance commit (~5-9 ms), and every 8th commit a compaction of the"
     " small fragments. A profile of 8 appends at 10,000 x 100 (`create_table_version` on pylance's callback"
     " thread) holds nothing else: no step reads or filters the million rows any more (`RowIndex.replaced`"
-    " derives the repointed index from the tail; it filtered every row before: 33 ms a commit at 300,000 rows under cProfile).",
+    " derives the repointed index from the tail; it filtered every row before: 33 ms a commit at 300,000 rows"
+    " under cProfile).",
     "One `__manifest` commit per version needs a protocol change (see the managed-mode section's notes).",
 )
 WHY: dict[str, tuple[str, str]] = {  # operation -> (why it can miss, what next), from the profiles
