@@ -34,13 +34,15 @@ def manifest_name(version: int) -> str:
     return f"{U64_MAX - version:020d}.manifest"
 
 
-def make_template(path: Path, versions: int) -> Path:
-    """A tiny Lance dataset (V2 manifest names) with ``versions`` versions, one row appended per version."""
+def make_template(path: Path, versions: int, mode: str = "append") -> Path:
+    """A tiny Lance dataset (V2 manifest names) with ``versions`` versions, one row written per version
+    (``mode``: ``append``, or ``overwrite`` for thousands of versions, whose manifests then stay one fragment
+    each instead of growing with the version number)."""
     if path.exists():
         return path
     lance.write_dataset(pa.table({"x": [0]}), str(path), mode="create", enable_v2_manifest_paths=True)
     for version in range(2, versions + 1):
-        lance.write_dataset(pa.table({"x": [version]}), str(path), mode="append")
+        lance.write_dataset(pa.table({"x": [version]}), str(path), mode=mode)
     return path
 
 

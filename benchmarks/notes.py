@@ -106,11 +106,12 @@ RUN_IT = """## Running it
 hour or more on 2 shared cores (see the run time per section below). `BENCH_QUICK=1 make bench` is a smoke run
 (small sizes, few repetitions) that writes `benchmarks/results/quick.{md,json}` and leaves this page alone.
 `BENCH_ONLY=operations,poke` runs some sections (by the prefix of their results key: operations, batch, writes,
-poke, s3_writes, threads, processes, data_plane, scale, spark, writers, soak, page, rest) and
+poke, s3_writes, threads, processes, data_plane, scale, scale_managed, spark, writers, soak, page, rest) and
 `BENCH_SIZES=300,1000,10000` picks the catalog sizes of the operations and poke sections; such partial runs write
 `benchmarks/results/partial.json` only (the last full run's `latest.json` and this page stay as they are).
 `BENCH_SCALE_SIZES=1000,10000,100000` picks the large-catalog sizes (1,000 is always measured: the flatness
-baseline); `BENCH_DIR=<dir>` builds the catalogs there and keeps the large ones between runs (`scale-<N>/`, reused
-when their format matches). One section alone: `python -m benchmarks.<module>` for scale, writers, soak, page and
-rest. `python -m benchmarks.report` renders this page again from `latest.json`. Raw numbers of the last full
-run: `benchmarks/results/latest.json`."""
+baseline); `BENCH_SCALE_MANAGED_SHAPES=10000x100,100x10000` picks the managed-mode shapes (tables x versions; 10 x
+100 is always measured: the flatness baseline); `BENCH_DIR=<dir>` builds the catalogs there and keeps the large
+ones between runs (`scale-<N>/`, `scale-managed-<shape>/`, reused when their format matches). One section alone:
+`python -m benchmarks.<module>` for scale, scale_managed, writers, soak, page and rest. `python -m benchmarks.report`
+renders this page again from `latest.json`. Raw numbers of the last full run: `benchmarks/results/latest.json`."""

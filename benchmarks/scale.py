@@ -25,8 +25,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import lance
 
@@ -46,6 +47,7 @@ OPERATIONS = ("describe_table", "table_exists", "list_tables page", "declare_tab
 P50_GOAL = 1.0  # x the reference
 FLAT_GOAL = 1.5  # x our own p50 at BASELINE tables
 RSS_GOAL = 0.5  # x the reference's growth
+_Item = TypeVar("_Item")
 CATALOG_FORMAT = f"catalog 1, pylance {lance.__version__}"  # a cached catalog of another format is rebuilt
 # What a build leaves in the root: anything else was written by a probe (a declared table's directory).
 _BUILT = re.compile(r"__manifest|t\d+\.lance|[0-9a-f]{8}_bench\$t\d+")
@@ -66,16 +68,33 @@ def prepared(work: Path, size: int) -> tuple[Path, dict[str, Any]]:
     :param size: tables in the root and in ``bench`` each.
     """
     home = work / f"scale-{size}"
-    root, pristine, stamp = home / "catalog", home / "manifest", home / "built.json"
-    if stamp.exists() and json.loads(stamp.read_text()).get("format") == CATALOG_FORMAT:
-        return root, {**json.loads(stamp.read_text()), "reused": True}
+    root = home / "catalog"
+
+    def build() -> None:
+        catalog.build(root, size)
+        shutil.copytree(root / "__manifest", home / "manifest")
+
+    return root, cached(home, CATALOG_FORMAT, build)
+
+
+def cached(home: Path, catalog_format: str, build: Callable[[], None]) -> dict[str, Any]:
+    """How the catalog under ``home`` came: reused when its stamp (``built.json``) names ``catalog_format``,
+    else built now by ``build`` (into an emptied ``home``) and stamped.
+
+    :param home: the catalog's directory (under ``BENCH_DIR`` to keep it between runs).
+    :param catalog_format: the format the code builds (another one is rebuilt).
+    :param build: builds the catalog.
+    """
+    stamp = home / "built.json"
+    if stamp.exists() and json.loads(stamp.read_text()).get("format") == catalog_format:
+        return {**json.loads(stamp.read_text()), "reused": True}
     catalog.remove(home)
+    home.mkdir(parents=True)
     started = time.perf_counter()
-    catalog.build(root, size)
-    shutil.copytree(root / "__manifest", pristine)
-    built = {"format": CATALOG_FORMAT, "build_seconds": time.perf_counter() - started}
+    build()
+    built = {"format": catalog_format, "build_seconds": time.perf_counter() - started}
     stamp.write_text(json.dumps(built))
-    return root, {**built, "reused": False}
+    return {**built, "reused": False}
 
 
 def reset(root: Path) -> float:
@@ -114,19 +133,79 @@ def probe(engine: str, root: Path, size: int) -> dict[str, Any]:
     :param size: the catalog size.
     """
     job = {"engine": engine, "root": str(root), "size": size, "reps": REPS, "tokens": page_tokens(size, REPS)}
+    return run_probe("benchmarks.scale_probe", job, timeout(size))
+
+
+def run_catalogs(
+    section: str,
+    catalogs: Sequence[_Item],
+    key: Callable[[_Item], str],
+    prepare: Callable[[Path, _Item], tuple[Path, dict[str, Any]]],
+    engines: Sequence[str],
+    reset: Callable[[Path, _Item, str], float],
+    probe: Callable[[Path, _Item, str], dict[str, Any]],
+    summary: Callable[[dict[str, Any]], str],
+    results: dict[str, Any],
+) -> dict[str, Any]:
+    """Every catalog (built or reused under ``BENCH_DIR``), each engine's probe of it after a reset; the catalog
+    is reset to the first engine's state at the end (a cached catalog stays as built). Fills ``results``
+    (``catalogs``: how each came and the reset times, ``probes``: per catalog and engine, ``seconds``).
+
+    :param section: the section's name (log lines, the temporary directory).
+    :param catalogs: what to build (a size, a shape).
+    :param key: a catalog's results key and log name.
+    :param prepare: (work, catalog) -> (its home, how it came: :func:`cached`).
+    :param engines: the engines, in order.
+    :param reset: (home, catalog, engine) -> seconds putting the catalog back for the engine took.
+    :param probe: (home, catalog, engine) -> the engine's results (:func:`run_probe`).
+    :param summary: a log line of a probe's results.
+    :param results: the section's results so far.
+    """
+    started = time.perf_counter()
+    work = Path(BENCH_DIR) if BENCH_DIR else Path(tempfile.mkdtemp(prefix=f"lance-bench-{section}-"))
+    results.update(catalogs={}, probes={})
+    try:
+        for item in catalogs:
+            item_started = time.perf_counter()
+            log(f"{section}: {key(item)}")
+            home, made = prepare(work, item)
+            log(f"  {'reused' if made['reused'] else 'built'} ({made['build_seconds']:.0f} s to build)")
+            probes = {}
+            for engine in engines:
+                made[f"reset_seconds_{engine}"] = reset(home, item, engine)
+                probes[engine] = probe(home, item, engine)
+                log(f"  {engine}: {summary(probes[engine])}")
+            reset(home, item, engines[0])
+            made["seconds"] = time.perf_counter() - item_started
+            results["catalogs"][key(item)] = made
+            results["probes"][key(item)] = probes
+    finally:
+        if not BENCH_DIR:
+            catalog.remove(work)
+    results["seconds"] = time.perf_counter() - started
+    return results
+
+
+def run_probe(module: str, job: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """Run a probe module in a new process (the job as JSON on stdin); its results and run time, or the error.
+
+    :param module: the probe (``python -m <module>``).
+    :param job: what it measures.
+    :param seconds: how long it may take.
+    """
     started = time.perf_counter()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "benchmarks.scale_probe"],
+            [sys.executable, "-m", module],
             input=json.dumps(job),
             capture_output=True,
             text=True,
-            timeout=timeout(size),
+            timeout=seconds,
             cwd=Path(__file__).resolve().parent.parent,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout(size):.0f} s", "seconds": time.perf_counter() - started}
+        return {"error": f"timed out after {seconds:.0f} s", "seconds": time.perf_counter() - started}
     if done.returncode:
         return {"error": " / ".join(done.stderr.strip().splitlines()[-3:]), "seconds": time.perf_counter() - started}
     return {**json.loads(done.stdout), "seconds": time.perf_counter() - started}
@@ -134,29 +213,17 @@ def probe(engine: str, root: Path, size: int) -> dict[str, Any]:
 
 def run() -> dict[str, Any]:
     """Every size, both engines, one fresh process each."""
-    started = time.perf_counter()
-    work = Path(BENCH_DIR) if BENCH_DIR else Path(tempfile.mkdtemp(prefix="lance-bench-scale-"))
-    results: dict[str, Any] = {"sizes": SIZES, "reps": REPS, "catalogs": {}, "probes": {}}
-    try:
-        for size in SIZES:
-            size_started = time.perf_counter()
-            log(f"scale: a catalog of {size:,} + {size:,} tables")
-            root, made = prepared(work, size)
-            log(f"  {'reused' if made['reused'] else 'built'} ({made['build_seconds']:.0f} s to build)")
-            probes = {}
-            for engine in ENGINES:
-                made[f"reset_seconds_{engine}"] = reset(root)
-                probes[engine] = probe(engine, root, size)
-                log(f"  {engine}: {summary(probes[engine])}")
-            reset(root)  # a cached catalog stays as built
-            made["seconds"] = time.perf_counter() - size_started
-            results["catalogs"][str(size)] = made
-            results["probes"][str(size)] = probes
-    finally:
-        if not BENCH_DIR:
-            catalog.remove(work)
-    results["seconds"] = time.perf_counter() - started
-    return results
+    return run_catalogs(
+        "scale",
+        SIZES,
+        str,
+        prepared,
+        ENGINES,
+        lambda root, size, engine: reset(root),
+        lambda root, size, engine: probe(engine, root, size),
+        summary,
+        {"sizes": SIZES, "reps": REPS},
+    )
 
 
 def summary(measured: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, Manife
 from airflow_provider_lance.namespace.storage import is_transient_error
 from airflow_provider_lance.namespace.versions import (
     MAIN_BRANCH,
+    commit_names,
     file_version,
     finalize,
     latest_number,
@@ -36,7 +37,6 @@ from airflow_provider_lance.namespace.versions import (
     table_version_from,
     version_files,
     version_line,
-    version_names,
 )
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def _create(
     """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
     entry serves the scheme and the version checks."""
     remote = catalog.storage.is_remote
-    listings = map_concurrently(lambda table: version_names(catalog, table), [t for t, _ in located], remote)
+    listings = map_concurrently(lambda table: commit_names(catalog, table, managed), [t for t, _ in located], remote)
     entries = [
         validate_entry(catalog, table, entry, names) for (table, entry), names in zip(located, listings, strict=True)
     ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,24 +56,63 @@ class ManifestRow:
 
 class VersionRows(Mapping[int, tuple[str, "str | None"]]):
     """A table's ``table_version`` rows by version number, (object id, metadata JSON) each, read from the Arrow
-    arrays ``ids`` and ``metadata`` only when asked (10,000 versions are a dict of numbers, not 20,000
-    strings); ``positions``: version number → position in them."""
+    rows only when asked: one version is found by its object id (``locate``: a binary search of the index), and
+    a dict of every number is built only when the rows are walked (a line of 10,000 versions costs no Python
+    object per row until then; issue 29: reading a line 4 ms -> ~0.2 ms at 10,000 versions).
 
-    def __init__(self, positions: dict[int, int], ids: pa.Array, metadata: pa.Array) -> None:
-        self._positions, self._ids, self._metadata = positions, ids, metadata
+    :param prefix: the table's object id and the delimiter.
+    :param numbers: the rows' version numbers (int64), aligned with ``rows``.
+    :param rows: each row's position in ``table``.
+    :param table: every row of ``__manifest``.
+    :param extra: version numbers too long for int64 → position in ``table``.
+    :param locate: the position in ``table`` of an object id (None when it has no row).
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        numbers: pa.Array,
+        rows: pa.Array,
+        table: pa.Table,
+        extra: dict[int, int],
+        locate: Callable[[str], int | None],
+    ) -> None:
+        self._prefix, self._numbers, self._rows, self._table = prefix, numbers, rows, table
+        self._extra, self._locate = extra, locate
+        self._positions: dict[int, int] | None = None
+
+    def _find(self, version: object) -> int | None:
+        if not isinstance(version, int) or version < 0:
+            return None
+        if self._positions is not None:
+            return self._positions.get(version)
+        if version in self._extra:
+            return self._extra[version]
+        at = self._locate(f"{self._prefix}{version}")
+        return at if at is not None and self._table["object_type"][at].as_py() == TABLE_VERSION else None
 
     def __getitem__(self, version: int) -> tuple[str, str | None]:
-        at = self._positions[version]
-        return self._ids[at].as_py(), self._metadata[at].as_py()
+        at = self._find(version)
+        if at is None:
+            raise KeyError(version)
+        return self._table["object_id"][at].as_py(), self._table["metadata"][at].as_py()
 
     def __contains__(self, version: object) -> bool:
-        return version in self._positions
+        return self._find(version) is not None
 
     def __iter__(self) -> Iterator[int]:
+        if self._positions is None:  # threads may race here: at worst the dict is built twice
+            numbers = zip(self._numbers.to_pylist(), self._rows.to_pylist(), strict=True)
+            self._positions = {**dict(numbers), **self._extra}
         return iter(self._positions)
 
     def __len__(self) -> int:
-        return len(self._positions)
+        return len(self._numbers) + len(self._extra)
+
+    @property
+    def latest(self) -> int:
+        """The highest version number (0 when none)."""
+        return max(pc.max(self._numbers).as_py() or 0, *self._extra, 0) if len(self) else 0
 
 
 @dataclass(frozen=True)

@@ -269,7 +269,14 @@ class Storage:
 
     def list_names(self, key: str = "") -> list[str]:
         """Names of the direct children of ``key`` ([] if missing): one listing, without the per-entry ``stat``
-        of a detailed local listing."""
+        of a detailed local listing. On local disk the names as the directory gives them: fsspec's ``ls``
+        normalises every entry's path (13 ms for the 2,000 names of a table's ``_versions/``, ``os.listdir``
+        0.3 ms; issue 29)."""
+        if self.local_disk:
+            try:
+                return os.listdir(self.path(key))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
         return [child for child, _ in self._children(key, detail=False)]
 
     def _children(self, key: str, detail: bool) -> list[tuple[str, Any]]:

@@ -30,8 +30,13 @@ TAIL_LISTINGS = 8
 FIRST_WINDOW = 64
 LAST_WINDOW = 4096
 # Tables whose version lines an index keeps (describes, pokes and commits of the same tables between commits);
-# a line costs 0.4 ms at 100 versions, 4 ms at 10,000 to build (issue 29; the bound itself not measured).
+# a line costs ~0.1 ms at 100 versions, ~0.4 ms at 10,000 to build (issue 29, docs/benchmarks.md "Large catalogs
+# in managed mode"; the bound itself not measured).
 VERSION_LINES = 1024
+# Manifests after the rows' latest version looked for one ``stat`` (S3: HEAD) at a time before listing
+# ``_versions/`` instead: versions written round the namespace are rare, and a listing of 10,000 names cost
+# ~15-25 ms (issue 29; the bound itself not measured).
+NEWER_PROBES = 8
 # The largest ``__manifest`` fragment a managed commit's repoint rewrites whole (the commit point's own fragment
 # holds its rows: an Update instead of pylance's merge-insert, ~17 ms per append at 40 tables x 25 versions);
 # a larger one (a compaction merged the row into it) gets a deletion vector (not measured separately).

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import operator
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -47,7 +49,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
 )
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import FileInfo
-from airflow_provider_lance.namespace.tuning import SMALL_FRAGMENT_ROWS
+from airflow_provider_lance.namespace.tuning import NEWER_PROBES, SMALL_FRAGMENT_ROWS
 
 MAIN_BRANCH = "main"
 MAX_VERSIONS_PER_DELETE = 1_000_000
@@ -148,9 +150,17 @@ class KnownVersions:
     line: VersionLine
     listed: dict[int, TableVersion] | None = None  # the files described by a detailed listing
 
+    contiguous: bool = False  # the rows hold every version from 1 to the latest row; files only the newer
+
     @property
-    def numbers(self) -> set[int]:
-        return set(self.files) | set(self.line.rows)
+    def numbers(self) -> Sequence[int] | set[int]:
+        return range(1, self.latest + 1) if self.contiguous else set(self.files) | set(self.line.rows)
+
+    def ordered(self, descending: bool) -> Sequence[int]:
+        """Every version number, ascending or descending (a range, not a list, when ``contiguous``)."""
+        if self.contiguous:
+            return range(self.latest or 0, 0, -1) if descending else range(1, (self.latest or 0) + 1)
+        return sorted(self.numbers, reverse=descending)
 
     @property
     def latest(self) -> int | None:
@@ -179,7 +189,15 @@ class KnownVersions:
 
 
 def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersions:
-    """The table's versions (:class:`KnownVersions`), any commit that stopped after its row finished first."""
+    """The table's versions (:class:`KnownVersions`), any commit that stopped after its row finished first.
+    When the rows hold every version from 1 to their latest, no file at or below it can add one: only the
+    manifests after it are looked for (a ``stat`` each, written by writers that went round the namespace),
+    instead of listing ``_versions/`` (10,000 names: ~15 ms of listing and parsing; issue 29)."""
+    if managed:
+        finish_pending(catalog, table)
+        line = version_line(catalog, table)
+        if complete(line):
+            return KnownVersions(catalog, table, newer_files(catalog, table, line), line, contiguous=True)
     listed = None
     if catalog.storage.is_remote:
         files, listed = _detailed_listing(catalog, table)
@@ -188,6 +206,43 @@ def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersio
     if managed:
         finish_pending(catalog, table)
     return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS, listed)
+
+
+def complete(line: VersionLine) -> bool:
+    """Whether the rows hold every version from 1 to their latest: no file at or below it can add a version."""
+    return bool(line.latest) and len(line.rows) == line.latest
+
+
+def commit_names(catalog: Catalog, table: Table, managed: bool) -> list[str]:
+    """The ``_versions/`` names a commit checks (the table's naming scheme, its latest version): with
+    :func:`complete` rows the latest row's manifest and the files after it, else one listing."""
+    if managed:
+        line = version_line(catalog, table)
+        if complete(line):
+            return [ids.manifest_name(line.latest, _scheme(line)), *newer_files(catalog, table, line).values()]
+    return version_names(catalog, table)
+
+
+def _scheme(line: VersionLine) -> str:
+    return str((_row(line, line.latest).metadata or {}).get("naming_scheme", ids.V2))
+
+
+def newer_files(catalog: Catalog, table: Table, line: VersionLine) -> dict[int, str]:
+    """The final manifests after the rows' latest version (versions follow each other: the first missing
+    number ends them); a listing when there are more than a few."""
+    scheme = _scheme(line)
+    found: dict[int, str] = {}
+    for version in range(line.latest + 1, line.latest + 1 + NEWER_PROBES):
+        key = ids.manifest_key(table.location, version, scheme)
+        if catalog.storage.file_info(key) is None:
+            return found
+        found[version] = key.rpartition("/")[2]
+    names = version_names(catalog, table)
+    return {
+        number: name
+        for name in names
+        if (parsed := ids.parse_manifest_name(name)) and (number := parsed[0]) > line.latest
+    }
 
 
 def latest_version(catalog: Catalog, table: Table, managed: bool = True) -> TableVersion | None:
@@ -261,10 +316,11 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
 
 
 def finish_pending(catalog: Catalog, table: Table) -> None:
-    """Finish every commit of the table that stopped after its row (storage requests only for a pending one).
-    Every engine read, list and commit of the table calls it, so that path-based readers see a committed
-    version as soon as any engine call touches it."""
-    if catalog.managed():
+    """Finish every commit of the table that stopped after its row (an in-memory check of the table's rows
+    in the index; storage requests only for a pending one). Called by every engine read, list and commit that
+    touches the table, so that path-based readers see a committed version as soon as any engine call touches
+    it."""
+    if catalog.managed() and catalog.config.manifest_enabled and catalog.manifest.index().has_staged(table.object_id):
         line = version_line(catalog, table)
         for version in line.staged:
             finish(catalog, table, version, _row(line, version))
@@ -330,10 +386,12 @@ def list_table_versions(catalog: Catalog, request: ListTableVersionsRequest) -> 
     if page_token is not None and not (page_token.isascii() and page_token.isdigit()):
         raise InvalidInputError(f"Invalid page_token {page_token!r}: expected a version number")
     known = known_versions(catalog, table, managed)
-    ordered = sorted(known.numbers, reverse=descending)
+    ordered = known.ordered(descending)
     if page_token is not None:
         after = int(page_token)
-        ordered = [v for v in ordered if (v < after if descending else v > after)]
+        ordered = ordered[
+            bisect_right(ordered, -after, key=operator.neg) if descending else bisect_right(ordered, after) :
+        ]
     token = None
     if limit is not None and len(ordered) > limit:
         ordered = ordered[:limit]

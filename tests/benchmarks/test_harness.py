@@ -11,7 +11,7 @@ import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from benchmarks import catalog, scale, spark
+from benchmarks import catalog, scale, scale_managed, spark
 from benchmarks.common import write_section
 from benchmarks.report import render
 from tests.conftest import tree_snapshot
@@ -125,3 +125,27 @@ def test_scale_goals_are_rendered_with_whether_they_hold() -> None:
     assert "(10 / 40 MB, of which pylance's code 5 / 20; budget 20 MB; absolute 110 / 140 MB) | yes |" in page
     assert "after every call (list pages and declares too) - after imports) at 10,000 tables" in page
     assert "(20 / 80 MB, of which pylance's code 5 / 20; budget 40 MB; absolute 120 / 180 MB) | yes |" in page
+
+
+def test_managed_scale_catalog_is_read_by_every_probe_and_reset_after_its_new_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bulk-built managed catalog (hard-linked tables, our rows from the engine's row builder, the
+    reference's own `__manifest`): every probe's calls answer what the build holds (the probe asserts the latest
+    version, a page and the sensor's answer), and a reset takes the probe's new versions away."""
+    monkeypatch.setattr(scale_managed, "REPS", 3)
+    monkeypatch.setattr(scale_managed, "APPENDS", 2)
+    shape = (3, 4)
+    home, made = scale_managed.prepared(tmp_path, shape)
+    assert not made["reused"]
+    for engine, manifest in scale_managed.ENGINES.items():
+        scale_managed.reset(home, shape, manifest)
+        measured = scale_managed.probe(engine, home, shape)
+        assert "error" not in measured, measured
+        assert set(measured["operations"]) == set(scale_managed.OPERATIONS)
+    scale_managed.reset(home, shape, "ours")
+    ours = DirectoryNamespace(root=str(home / "catalog"), table_version_management="true")
+    for i in range(shape[0]):
+        listed = ours.list_table_versions(ln.ListTableVersionsRequest(id=["bench", f"t{i}"], descending=True))
+        assert [v.version for v in listed.versions] == [4, 3, 2, 1]
+    assert scale_managed.prepared(tmp_path, shape)[1]["reused"]

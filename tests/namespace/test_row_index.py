@@ -307,3 +307,44 @@ def test_pages_of_a_namespace_list_every_child_once_in_byte_order(tmp_path: Any)
                 if token is None:
                     break
             assert listed == sorted(expected, key=key)
+
+
+def test_staged_candidates_and_version_lines_are_derived_commit_by_commit() -> None:
+    """The candidate ids of rows still pointing at a staged manifest, and a table's version line, are the same
+    derived through appends, repoints (in the tail and in the sorted base) and deletes as read afresh."""
+    final, staged = METADATA[1], METADATA[3]
+
+    def table(rows: list[tuple[str, str, str | None]]) -> pa.Table:
+        return pa.Table.from_pylist(
+            [
+                {"object_id": o, "object_type": t, "location": None, "metadata": m, "base_objects": None}
+                for o, t, m in rows
+            ],
+            schema=SCHEMA,
+        )
+
+    def same_as_fresh(index: RowIndex) -> list[str]:
+        fresh = RowIndex.of(index.table)
+        assert index.staged_ids() == fresh.staged_ids()
+        for oid in ("t", "u"):
+            derived, read = index.version_line(oid), fresh.version_line(oid)
+            assert (sorted(derived.rows), derived.staged, derived.latest) == (
+                sorted(read.rows),
+                read.staged,
+                read.latest,
+            )
+            assert {v: derived.rows[v] for v in derived.rows} == {v: read.rows[v] for v in read.rows}
+            assert index.has_staged(oid) == bool(read.staged)
+        return index.staged_ids()
+
+    index = RowIndex.of(table([("t", TABLE, None), ("t$1", TABLE_VERSION, final), ("t$2", TABLE_VERSION, staged)]))
+    assert same_as_fresh(index) == ["t$2"]
+    index = index.appended(table([("u", TABLE, None), ("u$1", TABLE_VERSION, staged), ("t$3", TABLE_VERSION, staged)]))
+    assert same_as_fresh(index) == ["t$2", "t$3", "u$1"]
+    index = index.replaced(table([("u$1", TABLE_VERSION, final)]))  # a repoint of a row in the tail
+    assert same_as_fresh(index) == ["t$2", "t$3"]
+    index = index.replaced(table([("t$2", TABLE_VERSION, final)]))  # a repoint of a row in the sorted base
+    assert same_as_fresh(index) == ["t$3"]
+    index = index.filtered(pc.not_equal(index.table["object_id"], "t$3"))
+    assert same_as_fresh(index) == []
+    assert index.version_line("t").latest == 2 and 3 not in index.version_line("t").rows

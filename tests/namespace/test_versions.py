@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 from lance_namespace_urllib3_client.models import VersionRange
 
+from airflow_provider_lance.namespace import versions as versions_module
 from airflow_provider_lance.namespace.feature_flags import WRITER_FLAG_TABLE_VERSIONS, WRITER_FLAGS_KEY
 from airflow_provider_lance.namespace.identifiers import manifest_name
 from tests.namespace.helpers_versions import (
@@ -462,3 +463,21 @@ def test_a_page_of_file_versions_and_managed_rows_describes_rows_from_their_rows
     assert [v.version for v in listed] == [5, 4, 3, 2]
     assert [v.metadata for v in listed] == [{"run": "r5"}, {"run": "r4"}, None, None]
     assert all(v.manifest_path.endswith(manifest_name(v.version, "V2")) and v.manifest_size for v in listed)
+
+
+@pytest.mark.parametrize("outside", [2, versions_module.NEWER_PROBES + 3], ids=["a-few", "more-than-probed"])
+def test_versions_written_round_the_namespace_after_complete_rows_are_listed(root: Path, outside: int) -> None:
+    """Rows for every version from 1 to 3 (managed commits): files written after them by pylance going round the
+    namespace are found (one stat each, a listing past NEWER_PROBES), in pages, the latest and DescribeTable."""
+    ns, table_id = _table_with_versions(root, managed=True, count=3)
+    for i in range(outside):
+        lance.write_dataset(rows(1, 100 + i), str(location(ns, table_id)), mode="append")
+    latest = 3 + outside
+    assert versions(ns, table_id, descending=True)[:4] == list(range(latest, latest - 4, -1))
+    page = ns.list_table_versions(ln.ListTableVersionsRequest(id=table_id, limit=2, page_token=str(latest)))
+    assert page.versions == [] and page.page_token is None
+    page = ns.list_table_versions(ln.ListTableVersionsRequest(id=table_id, descending=True, limit=2, page_token="4"))
+    assert [v.version for v in page.versions] == [3, 2] and page.page_token == "2"
+    described = ns.describe_table_version(ln.DescribeTableVersionRequest(id=table_id)).version
+    assert described.version == latest and described.manifest_path.endswith(manifest_name(latest, "V2"))
+    assert ns.describe_table(ln.DescribeTableRequest(id=table_id)).version == latest
