@@ -24,7 +24,7 @@ from lance.commit import CommitConflictError
 from airflow_provider_lance.namespace import feature_flags, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, DuplicateObjectError, commit_group
-from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
+from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
 from airflow_provider_lance.namespace.manifest_rows import (
     SCHEMA,
     ManifestRow,
@@ -134,6 +134,14 @@ class ManifestTable:
         ``ordered``: the caller walks ids in order (``RowIndex.child_names``)."""
         snapshot = self._snapshot()
         return snapshot.index(ordered) if snapshot is not None else RowIndex.of(rows_table([]))
+
+    def table_index(self, table_oid: str) -> RowIndex:
+        """An index holding a table's ``table_version`` rows: the whole index, or while a new process reads a
+        large ``__manifest`` version by point, the table's own rows (``Snapshot.rows_below``)."""
+        snapshot = self._snapshot()
+        if snapshot is None:
+            return RowIndex.of(rows_table([]))
+        return snapshot.rows_below(table_oid + DELIMITER) or snapshot.index()
 
     def query(self, where: str | None = None) -> list[ManifestRow]:
         """Rows matching a Lance SQL filter (all rows without one)."""

@@ -86,6 +86,8 @@ class Snapshot:
     opener: Callable[[int], lance.LanceDataset] | None = None  # opens ``version`` when no dataset is held
     stored: bool = False  # the rows are in the rows store's tiers any reader writes
     point_reads: int = 0  # lookups answered by a filtered scan so far (see POINT_READS)
+    # id prefix -> an index of the rows below it, read by point (see ``rows_below``)
+    _below: dict[str, RowIndex] = field(default_factory=dict)
     _dataset: lance.LanceDataset | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _rows_lock: threading.Lock = field(default_factory=threading.Lock)  # one thread obtains and indexes the rows
@@ -142,6 +144,22 @@ class Snapshot:
             return found.rows(object_ids)
         by_id = {row["object_id"]: row for row in found.to_pylist()}
         return {oid: by_id[oid] for oid in object_ids if oid in by_id}
+
+    def rows_below(self, prefix: str) -> RowIndex | None:
+        """An index of the rows whose ids start with ``prefix`` alone, read by point like step 2 of
+        :meth:`_rows` (one scan filtered on the id range, counted as a point read), or None when the caller
+        should use :meth:`index` (held, or no longer read by point). A table's version line in a new process:
+        its first DescribeTable at 10,000 tables x 100 versions 572 -> 93 ms (docs/engine.md)."""
+        with self._lock:
+            found = self._below.get(prefix)
+        if found is not None or self.held is not None or not self._reads_by_point():
+            return found
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)  # every id that starts with the prefix sorts before it
+        where = (pc.field("object_id") >= prefix) & (pc.field("object_id") < end)
+        found = RowIndex.of(self.dataset.to_table(columns=COLUMNS, filter=where))
+        with self._lock:
+            self._below[prefix] = found
+        return found
 
     def _rows(self, object_ids: list[str] | None, ordered: bool = False) -> RowIndex | pa.Table:
         """The rows of this version: the first step of this chain that applies, cheapest first. Each step but

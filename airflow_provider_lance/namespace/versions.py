@@ -112,7 +112,9 @@ def file_version(catalog: Catalog, version: int, key: str, info: FileInfo) -> Ta
 
 def version_line(catalog: Catalog, table: Table) -> VersionLine:
     """The table's ``table_version`` rows in the operation's snapshot (``RowIndex.version_line``)."""
-    return catalog.manifest.index().version_line(table.object_id) if catalog.config.manifest_enabled else NO_VERSIONS
+    if not catalog.config.manifest_enabled:
+        return NO_VERSIONS
+    return catalog.manifest.table_index(table.object_id).version_line(table.object_id)
 
 
 def version_rows(catalog: Catalog, tables: Sequence[Table]) -> list[dict[int, ManifestRow]]:
@@ -320,7 +322,11 @@ def finish_pending(catalog: Catalog, table: Table) -> None:
     in the index; storage requests only for a pending one). Called by every engine read, list and commit that
     touches the table, so that path-based readers see a committed version as soon as any engine call touches
     it."""
-    if catalog.managed() and catalog.config.manifest_enabled and catalog.manifest.index().has_staged(table.object_id):
+    if (
+        catalog.managed()
+        and catalog.config.manifest_enabled
+        and catalog.manifest.table_index(table.object_id).has_staged(table.object_id)
+    ):
         line = version_line(catalog, table)
         for version in line.staged:
             finish(catalog, table, version, _row(line, version))

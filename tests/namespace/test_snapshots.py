@@ -107,3 +107,51 @@ def test_a_burst_of_first_lookups_makes_at_most_point_reads_scans(
         found = list(pool.map(lambda name: call(namespace, "table_exists", id=["db", name]), NAMES * 4))
     assert found == [("error", 4) if name == "plain" else ("ok", {}) for name in NAMES * 4]
     assert 1 <= scans.count(True) <= snapshots.POINT_READS
+
+
+def test_version_lines_read_by_point_answer_as_the_whole_read_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Managed mode: a new process's version calls find the table's ``table_version`` rows with one scan of its
+    id range (``Snapshot.rows_below``), not a whole read, and answer exactly as the whole read does; tables whose
+    names share a prefix (``t``, ``t2``, ``t%``) or need care in a filter keep their own rows."""
+    names = ["t", "t2", "t%", "it's", "a_b", "é中"]
+    writer = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
+    call(writer, "create_namespace", id=["db"])
+    for versions, name in enumerate(names, start=1):
+        for number in range(versions):
+            mode = "create" if number == 0 else "append"
+            data = pa.table({"id": [number]})
+            lance.write_dataset(data, namespace_client=writer, table_id=["db", name], mode=mode)
+    asked: list[tuple[str, dict[str, Any]]] = []
+    for name in [*names, "missing"]:
+        asked += [
+            ("describe_table", {"id": ["db", name]}),
+            ("list_table_versions", {"id": ["db", name], "descending": True}),
+            ("describe_table_version", {"id": ["db", name]}),
+            ("describe_table_version", {"id": ["db", name], "version": 1}),
+            ("describe_table_version", {"id": ["db", name], "version": 99}),
+        ]
+
+    def answers() -> list[Any]:
+        return [
+            call(DirectoryNamespace(root=str(tmp_path), table_version_management="true"), method, **fields)
+            for method, fields in asked
+        ]
+
+    whole = answers()
+    monkeypatch.setattr(snapshots, "POINT_READ_ROWS", 1)
+    reads: list[int] = []
+    read = snapshots.Snapshot._read_whole
+    monkeypatch.setattr(snapshots.Snapshot, "_read_whole", lambda self: reads.append(self.version) or read(self))
+    below: list[str] = []
+    rows_below = snapshots.Snapshot.rows_below
+    monkeypatch.setattr(
+        snapshots.Snapshot, "rows_below", lambda self, prefix: below.append(prefix) or rows_below(self, prefix)
+    )
+    assert answers() == whole
+    assert reads == []  # every instance found its table's rows by point
+    assert {f"db${name}$" for name in names} <= set(below)
+    listed = [result for (method, _), result in zip(asked, whole, strict=True) if method == "list_table_versions"]
+    assert [len(result[1]["versions"]) for result in listed[:-1]] == list(range(1, len(names) + 1))
+    assert listed[-1] == ("error", 4)  # the missing table: TableNotFound
