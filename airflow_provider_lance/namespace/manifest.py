@@ -141,7 +141,8 @@ class ManifestTable:
         snapshot = self._snapshot()
         if snapshot is None:
             return RowIndex.of(rows_table([]))
-        return snapshot.rows_below(table_oid + DELIMITER) or snapshot.index()
+        below = snapshot.rows_below(table_oid + DELIMITER)
+        return below if below is not None else snapshot.index()
 
     def query(self, where: str | None = None) -> list[ManifestRow]:
         """Rows matching a Lance SQL filter (all rows without one)."""

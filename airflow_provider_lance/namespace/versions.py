@@ -205,8 +205,6 @@ def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersio
         files, listed = _detailed_listing(catalog, table)
     else:
         files = {parsed[0]: name for name in version_names(catalog, table) if (parsed := ids.parse_manifest_name(name))}
-    if managed:
-        finish_pending(catalog, table)
     return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS, listed)
 
 
