@@ -139,12 +139,13 @@ class Admission:
         return any(level >= Level.WRITE for _, level in self.objects)
 
     def audit(self, outcome: str, request_id: str) -> None:
-        """One audit line for a write (principal, operation, objects, outcome); never a secret."""
+        """One audit line for a write (principal, with a token's subject; operation, objects, outcome); never a
+        secret."""
         if self.writes:
             audit_log.info(
                 "%s %s %s %s %s",
                 request_id,
-                self.principal.name if self.principal else "-",
+                self.principal.label if self.principal else "-",
                 self.operation,
                 json.dumps([list(object_id) for object_id, _ in self.objects]),
                 outcome,

@@ -14,6 +14,31 @@ The file (JSON, or YAML when its name ends in ``.yaml``/``.yml``; YAML needs PyY
 A grant covers the object it names and everything below it, compared part by part (``a`` covers ``a.t``
 and ``a.b.t``, never ``ab``; table ``a.t`` never covers ``a.t2``). Levels: ``read`` < ``write`` < ``admin``.
 
+Workload identity: principals may instead (or as well) be matched by the claims of a signed, short-lived
+token (a JWT) of a trusted issuer (``issuers.py`` verifies it), and grants written once for a team go under
+``groups``::
+
+    issuers:
+      - name: k8s                                   # what 'match.issuer' says (default: the issuer)
+        issuer: https://kubernetes.default.svc      # the exact 'iss'
+        audience: lance-rest                        # or a list
+        jwks_uri: https://k8s.example/openid/v1/jwks  # or openid_configuration: <url>
+        algorithms: [RS256, ES256]                  # asymmetric only (the default)
+        clock_skew_seconds: 30
+    groups:
+      - name: etl
+        grants: [{namespace: prod, level: write}]
+    principals:
+      - name: etl-workers
+        match: {issuer: k8s, subject: "system:serviceaccount:etl:*"}   # or client_id: ..., or group: ...
+        groups: [etl]
+        grants: [{namespace: staging, level: read}]
+
+A token is some principal's when its issuer is the ``match``'s (which may be left out with a single issuer) and
+its subject matches (exactly, or as a pattern with ``*`` and ``?``), its client-id claim equals ``client_id``,
+or its groups claim lists ``group``. A token matching no principal, or several, is refused. A principal's
+grants are its own and its groups'. SIGHUP re-reads all of it.
+
 ``python -m airflow_provider_lance.rest.principals generate`` prints a new random secret and its hash line;
 ``... hash`` reads a secret from stdin (never from argv, which every user of the machine sees in ``ps``).
 """
@@ -22,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import fnmatch
 import getpass
 import hashlib
 import hmac
@@ -30,18 +56,24 @@ import logging
 import os
 import secrets
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from airflow_provider_lance.rest.issuers import Issuers, TokenRefused, TrustedIssuer
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 log = logging.getLogger(__name__)
 
 _SCHEME = "sha256"
 _SALT_BYTES = 16
-_PRINCIPAL_KEYS = frozenset({"name", "tokens", "api_keys", "grants"})
+_PRINCIPAL_KEYS = frozenset({"name", "tokens", "api_keys", "match", "groups", "grants"})
+_DOCUMENT_KEYS = frozenset({"principals", "issuers", "groups"})
+_MATCH_KINDS = ("subject", "client_id", "group")
 _GRANT_KEYS = frozenset({"namespace", "level"})
+#: Verified tokens remembered at most (a busy server's distinct live tokens; past it the memory starts over)
+_MAX_VERIFIED = 10_000
 
 
 class Level(enum.IntEnum):
@@ -109,12 +141,44 @@ class Grant:
 
 
 @dataclass(frozen=True)
+class ClaimMatch:
+    """Which tokens are a principal's: those of ``issuer`` whose subject matches ``subject`` (a pattern with
+    ``*`` and ``?``), whose client-id claim is ``client_id``, or whose groups claim lists ``group``."""
+
+    issuer: TrustedIssuer
+    kind: str
+    value: str
+
+    def matches(self, issuer: TrustedIssuer, claims: Mapping[str, Any]) -> bool:
+        """Whether a verified token of ``issuer`` with ``claims`` is the principal's."""
+        if issuer is not self.issuer:
+            return False
+        if self.kind == "subject":
+            subject = claims.get("sub")
+            return isinstance(subject, str) and fnmatch.fnmatchcase(subject, self.value)
+        if self.kind == "client_id":
+            return claims.get(issuer.client_id_claim) == self.value
+        groups = claims.get(issuer.groups_claim)
+        return isinstance(groups, list) and self.value in groups
+
+
+@dataclass(frozen=True)
 class Principal:
-    """A caller: its name (in logs and errors, never a secret) and its grants."""
+    """A caller: its name (in logs and errors, never a secret) and its grants (its groups' included).
+
+    :param subject: For a principal authenticated by a token, the token's subject (the workload, for logs).
+    """
 
     name: str
     grants: tuple[Grant, ...]
     secrets: Mapping[SecretKind, tuple[_StoredSecret, ...]] = field(default_factory=dict, repr=False)
+    match: ClaimMatch | None = field(default=None, repr=False)
+    subject: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The name, with the token's subject when there is one (what the audit log shows)."""
+        return self.name if self.subject is None else f"{self.name}[{self.subject}]"
 
     def level_on(self, object_id: Sequence[str]) -> Level | None:
         """The highest level of the grants covering ``object_id`` (None: no grant covers it)."""
@@ -128,20 +192,29 @@ class Principal:
 
 
 class Principals:
-    """One snapshot of the principals file: who a secret belongs to.
+    """One snapshot of the principals file: who a secret or a token belongs to.
 
     Checking a secret hashes it with every stored salt of its kind and compares in constant time (all of
     them, no early exit); a secret once matched is remembered under its own SHA-256, so a busy client costs
     one hash and a dictionary look-up per request. The memory is bounded by the secrets in the file.
+
+    A token once verified is remembered the same way until it expires, while the issuer's key set that
+    verified it is still the cached one (a key set fetched again after its TTL verifies the token again).
+
+    :param principals: The principals.
+    :param issuers: The trusted token issuers (None: no token principals).
     """
 
-    def __init__(self, principals: Iterable[Principal]) -> None:
+    def __init__(self, principals: Iterable[Principal], issuers: Issuers | None = None) -> None:
         self.principals = tuple(principals)
+        self.issuers = issuers
         names = [p.name for p in self.principals]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise ValueError(f"principal names must be unique: {', '.join(duplicates)}")
         self._known: dict[bytes, Principal] = {}
+        self._matched = tuple(p for p in self.principals if p.match is not None)
+        self._verified: dict[bytes, tuple[Principal, Any]] = {}
 
     def authenticate(self, kind: SecretKind, secret: bytes) -> Principal | None:
         """The principal holding ``secret`` as a ``kind``, or None (unknown, or held by two principals)."""
@@ -158,18 +231,56 @@ class Principals:
             return found[0]
         return None
 
+    async def authenticate_token(self, token: bytes) -> Principal:
+        """The principal of a signed token (a JWT of a trusted issuer), with the token's subject.
+
+        :raises TokenRefused: the token is not valid, or no single principal matches it (the reason, for the
+            server log).
+        :raises IssuerUnavailable: the issuer's keys cannot be had now.
+        """
+        if self.issuers is None:
+            raise TokenRefused("no issuer is trusted")
+        key = hashlib.sha256(token).digest()
+        remembered = self._verified.get(key)
+        if remembered is not None:
+            principal, verified = remembered
+            if time.time() < verified.expires_at and verified.still_current():
+                return principal
+            del self._verified[key]
+        verified = await self.issuers.verify(token)
+        found = [p for p in self._matched if p.match is not None and p.match.matches(verified.issuer, verified.claims)]
+        if len(found) != 1:
+            which = f"several principals ({', '.join(p.name for p in found)})" if found else "no principal"
+            raise TokenRefused(f"issuer {verified.issuer.name}: matches {which}")
+        subject = verified.claims.get("sub")
+        principal = replace(found[0], subject=subject if isinstance(subject, str) else None)
+        if len(self._verified) >= _MAX_VERIFIED:
+            self._verified.clear()
+        self._verified[key] = (principal, verified)
+        return principal
+
     @classmethod
     def from_document(cls, document: Any, source: str) -> Principals:
         """Principals from the parsed file (see the module docstring).
 
         :raises ValueError: naming the problem and where, never a secret.
         """
-        if not isinstance(document, dict) or set(document) != {"principals"}:
-            raise ValueError(f"{source}: expected an object with one key, 'principals'")
+        if not isinstance(document, dict) or "principals" not in document or set(document) - _DOCUMENT_KEYS:
+            raise ValueError(f"{source}: expected an object with 'principals' (and optionally 'issuers', 'groups')")
         entries = document["principals"]
         if not isinstance(entries, list) or not entries:
             raise ValueError(f"{source}: 'principals' must be a non-empty list")
-        return cls(_principal(entry, f"{source}: principals[{i}]") for i, entry in enumerate(entries))
+        issuer_entries = document.get("issuers", [])
+        if not isinstance(issuer_entries, list):
+            raise ValueError(f"{source}: 'issuers' must be a list")
+        issuers = Issuers(
+            tuple(TrustedIssuer.from_entry(entry, f"{source}: issuers[{i}]") for i, entry in enumerate(issuer_entries))
+        )
+        groups = _groups(document.get("groups", []), f"{source}: groups")
+        principals = [
+            _principal(entry, f"{source}: principals[{i}]", issuers, groups) for i, entry in enumerate(entries)
+        ]
+        return cls(principals, issuers if issuer_entries else None)
 
     @classmethod
     def from_tokens(cls, tokens: Iterable[str]) -> Principals:
@@ -182,7 +293,45 @@ class Principals:
         )
 
 
-def _principal(entry: Any, where: str) -> Principal:
+def _groups(entries: Any, where: str) -> dict[str, tuple[Grant, ...]]:
+    """The ``groups`` of the file: each name with its grants."""
+    if not isinstance(entries, list):
+        raise ValueError(f"{where}: must be a list of {{name, grants}}")
+    groups: dict[str, tuple[Grant, ...]] = {}
+    for i, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name or set(entry) - {"name", "grants"}:
+            raise ValueError(f"{where}[{i}]: a group is {{name: <non-empty string>, grants: [...]}}")
+        if name in groups:
+            raise ValueError(f"{where}[{i}]: group '{name}' is defined twice")
+        groups[name] = _grants(entry.get("grants", []), f"{where}[{i}] ({name})")
+    return groups
+
+
+def _grants(entries: Any, where: str) -> tuple[Grant, ...]:
+    if not isinstance(entries, list):
+        raise ValueError(f"{where}: 'grants' must be a list")
+    return tuple(_grant(g, f"{where} grants[{i}]") for i, g in enumerate(entries))
+
+
+def _match(entry: Any, where: str, issuers: Issuers) -> ClaimMatch:
+    """A principal's ``match``: its issuer (by name; may be left out with one issuer) and one claim test."""
+    if not isinstance(entry, dict) or set(entry) - {"issuer", *_MATCH_KINDS}:
+        raise ValueError(f"{where}: 'match' is {{issuer: <name>, subject|client_id|group: <value>}}")
+    kinds = [kind for kind in _MATCH_KINDS if kind in entry]
+    if len(kinds) != 1 or not isinstance(entry[kinds[0]], str) or not entry[kinds[0]]:
+        raise ValueError(f"{where}: 'match' needs exactly one of subject, client_id, group (a non-empty string)")
+    name = entry.get("issuer")
+    if name is None and len(issuers.by_name) == 1:
+        name = next(iter(issuers.by_name))
+    issuer = issuers.by_name.get(name) if isinstance(name, str) else None
+    if issuer is None:
+        known = ", ".join(sorted(issuers.by_name)) or "none in 'issuers'"
+        raise ValueError(f"{where}: 'match.issuer' must name a trusted issuer ({known})")
+    return ClaimMatch(issuer, kinds[0], entry[kinds[0]])
+
+
+def _principal(entry: Any, where: str, issuers: Issuers, groups: Mapping[str, tuple[Grant, ...]]) -> Principal:
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected an object")
     unknown = sorted(set(entry) - _PRINCIPAL_KEYS)
@@ -191,19 +340,24 @@ def _principal(entry: Any, where: str) -> Principal:
     name = entry.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"{where}: 'name' must be a non-empty string")
+    where = f"{where} ({name})"
     stored: dict[SecretKind, tuple[_StoredSecret, ...]] = {}
     for kind in SecretKind:
         values = entry.get(kind.value, [])
         if not isinstance(values, list):
-            raise ValueError(f"{where} ({name}): '{kind.value}' must be a list of hashes")
-        where_secret = f"{where} ({name}) {kind.value}"
-        stored[kind] = tuple(_StoredSecret.parse(v, f"{where_secret}[{i}]") for i, v in enumerate(values))
-    if not any(stored.values()):
-        raise ValueError(f"{where} ({name}): no secret (give 'tokens' or 'api_keys')")
-    grants = entry.get("grants", [])
-    if not isinstance(grants, list):
-        raise ValueError(f"{where} ({name}): 'grants' must be a list")
-    return Principal(name, tuple(_grant(g, f"{where} ({name}) grants[{i}]") for i, g in enumerate(grants)), stored)
+            raise ValueError(f"{where}: '{kind.value}' must be a list of hashes")
+        stored[kind] = tuple(_StoredSecret.parse(v, f"{where} {kind.value}[{i}]") for i, v in enumerate(values))
+    match = _match(entry["match"], where, issuers) if "match" in entry else None
+    if not any(stored.values()) and match is None:
+        raise ValueError(f"{where}: no secret and no token match (give 'tokens', 'api_keys' or 'match')")
+    member_of = entry.get("groups", [])
+    if not isinstance(member_of, list) or not all(isinstance(g, str) for g in member_of):
+        raise ValueError(f"{where}: 'groups' must be a list of group names")
+    missing = sorted(set(member_of) - set(groups))
+    if missing:
+        raise ValueError(f"{where}: unknown group(s) {', '.join(missing)} (define them under 'groups')")
+    grants = _grants(entry.get("grants", []), where) + tuple(g for group in member_of for g in groups[group])
+    return Principal(name, grants, stored, match)
 
 
 def _grant(entry: Any, where: str) -> Grant:
@@ -273,11 +427,14 @@ class PrincipalStore:
 
     def _read(self) -> Principals:
         found: list[Principal] = []
+        issuers = None
         if self.principals_file:
-            found.extend(load_principals(self.principals_file).principals)
+            loaded = load_principals(self.principals_file)
+            found.extend(loaded.principals)
+            issuers = loaded.issuers
         if self.token_file:
             found.extend(Principals.from_tokens(load_token_file(self.token_file)).principals)
-        return Principals(found)
+        return Principals(found, issuers)
 
     def reload(self) -> bool:
         """Re-read the files; True when the new snapshot is in place."""
@@ -288,7 +445,8 @@ class PrincipalStore:
         except (OSError, ValueError) as error:
             log.error("Principals not reloaded, the previous ones stay in force: %s", error)
             return False
-        log.info("Principals reloaded: %d principal(s)", len(self.current.principals))
+        issuers = self.current.issuers.by_name if self.current.issuers else {}
+        log.info("Principals reloaded: %d principal(s), %d token issuer(s)", len(self.current.principals), len(issuers))
         return True
 
 

@@ -1,6 +1,8 @@
 """Principals and grants on the REST server: the 403 matrix (every route x every level x inside and outside
-the grant), no sibling leak, listings cut to what the caller may read, batches refused whole, the caller's
-level handed to the namespace for credential vending, and the audit log of writes."""
+the grant; principals of hashed secrets, of Kubernetes service-account tokens, of group claims with group
+grants, and of a Cognito user pool's tokens), no sibling leak, listings cut to what the caller may read,
+batches refused whole, the caller's level handed to the namespace for credential vending, and the audit log
+of writes."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,8 @@ from airflow_provider_lance.rest.principals import Level, PrincipalStore, hash_s
 from airflow_provider_lance.rest.routes import ROUTES, Body
 from airflow_provider_lance.staging import StagingNamespace, stage_data
 from tests.rest.servers import serve_app, serve_namespace
+from tests.rest.token_issuer import TokenIssuer, issuer_entry, serve_issuer, service_account
+from tests.s3.conftest import start_moto, stop
 
 #: principal name -> (its grants, its bearer token)
 GRANTS: dict[str, list[dict[str, str]]] = {
@@ -85,8 +90,11 @@ def _fill(value: Any, table: list[str]) -> Any:
     return value
 
 
-def _call(http: httpx.Client, operation: str, namespace: str, principal: str) -> httpx.Response:
-    """One request of ``operation`` on an object of ``namespace`` (a namespace or the table ``t`` in it)."""
+def _call(
+    http: httpx.Client, operation: str, namespace: str, principal: str, credentials: dict[str, str] = TOKENS
+) -> httpx.Response:
+    """One request of ``operation`` on an object of ``namespace`` (a namespace or the table ``t`` in it), as
+    ``principal`` with its bearer token in ``credentials``."""
     route = next(r for r in ROUTES if r.operation == operation)
     table = [namespace, "t"]
     object_id = {
@@ -95,7 +103,7 @@ def _call(http: httpx.Client, operation: str, namespace: str, principal: str) ->
         "alter_transaction": f"{namespace}$t$1",
     }.get(operation, namespace if operation in _NAMESPACE_ROUTES else f"{namespace}$t")
     path = route.path.replace("{id}", object_id).replace("{index_name}", "x_idx")
-    headers = {"Authorization": f"Bearer {TOKENS[principal]}"}
+    headers = {"Authorization": f"Bearer {credentials[principal]}"}
     method = sorted(route.methods)[-1]  # POST where both are taken
     if operation == "list_all_tables":
         return http.get(path, params={"id": namespace}, headers=headers)
@@ -144,14 +152,106 @@ def secured(catalog: DirectoryNamespace, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+def _k8s_principals(issuer: TokenIssuer, by_group: bool) -> tuple[dict[str, Any], dict[str, str]]:
+    """The principals of GRANTS as token principals of a Kubernetes-like issuer (RSA and EC keys in turn),
+    and a token of each: matched by service account (a pattern: any account of the namespace named after the
+    principal) or, ``by_group``, by a group claim, with the grants on a group of the file."""
+    principals, groups, tokens = [], [], {}
+    for i, (name, grants) in enumerate(GRANTS.items()):
+        kid = ("rsa-1", "ec-1")[i % 2]
+        if by_group:
+            groups.append({"name": f"grants-{name}", "grants": grants})
+            principals.append({"name": name, "match": {"group": f"team-{name}"}, "groups": [f"grants-{name}"]})
+            tokens[name] = issuer.token(service_account("etl", "runner"), kid, groups=["everyone", f"team-{name}"])
+        else:
+            principals.append({"name": name, "match": {"issuer": "k8s", "subject": f"system:serviceaccount:{name}:*"}})
+            principals[-1]["grants"] = grants
+            tokens[name] = issuer.token(service_account(name, "airflow-worker"), kid)
+    return {"issuers": [issuer_entry(issuer)], "groups": groups, "principals": principals}, tokens
+
+
+@contextmanager
+def _cognito_principals(tmp: Path) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+    """The principals of GRANTS as users of a Cognito user pool (moto's server), each in the group of its
+    name: matched by the ``cognito:groups`` claim of its access token (audience: the app client's id, in the
+    ``client_id`` claim), JWKS found through the pool's OpenID configuration."""
+    import boto3
+
+    process, endpoint = start_moto()
+    try:
+        cognito = boto3.client(
+            "cognito-idp",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="k",
+            aws_secret_access_key="s",
+        )
+        pool = cognito.create_user_pool(PoolName="lance")["UserPool"]["Id"]
+        client_id = cognito.create_user_pool_client(UserPoolId=pool, ClientName="airflow")["UserPoolClient"]["ClientId"]
+        tokens = {}
+        for name in GRANTS:
+            cognito.create_group(GroupName=f"team-{name}", UserPoolId=pool)
+            cognito.admin_create_user(UserPoolId=pool, Username=name, TemporaryPassword="Temp-Pass-1!")
+            cognito.admin_set_user_password(UserPoolId=pool, Username=name, Password="Pass-word-1!", Permanent=True)
+            cognito.admin_add_user_to_group(UserPoolId=pool, Username=name, GroupName=f"team-{name}")
+            auth = cognito.admin_initiate_auth(
+                UserPoolId=pool,
+                ClientId=client_id,
+                AuthFlow="ADMIN_USER_PASSWORD_AUTH",
+                AuthParameters={"USERNAME": name, "PASSWORD": "Pass-word-1!"},
+            )
+            tokens[name] = auth["AuthenticationResult"]["AccessToken"]
+        issuer = {
+            "name": "cognito",
+            "issuer": f"https://cognito-idp.us-east-1.amazonaws.com/{pool}",
+            "openid_configuration": f"{endpoint}/{pool}/.well-known/openid-configuration",
+            "audience": client_id,
+            "audience_claim": "client_id",
+            "groups_claim": "cognito:groups",
+            "algorithms": ["RS256"],
+        }
+        groups = [{"name": f"grants-{name}", "grants": grants} for name, grants in GRANTS.items()]
+        principals = [{"name": n, "match": {"group": f"team-{n}"}, "groups": [f"grants-{n}"]} for n in GRANTS]
+        yield {"issuers": [issuer], "groups": groups, "principals": principals}, tokens
+    finally:
+        stop(process)
+
+
+@pytest.fixture(params=["secrets", "k8s-tokens", "group-grants", "cognito"])
+def identities(
+    request: pytest.FixtureRequest, catalog: DirectoryNamespace, tmp_path: Path
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """Our server over ``catalog`` with the principals of GRANTS, authenticated by hashed secrets, by a
+    Kubernetes-like issuer's service-account tokens, by its group claims (grants on groups), or by a Cognito
+    user pool's access tokens; yields the URL and each principal's bearer token."""
+    path = tmp_path / "principals.json"
+    with ExitStack() as stack:
+        if request.param == "secrets":
+            _write_principals(path)
+            tokens = TOKENS
+        else:
+            if request.param == "cognito":
+                document, tokens = stack.enter_context(_cognito_principals(tmp_path))
+            else:
+                issuer = stack.enter_context(serve_issuer())
+                document, tokens = _k8s_principals(issuer, by_group=request.param == "group-grants")
+            path.write_text(json.dumps(document))
+        url = stack.enter_context(serve_app(create_app(catalog, ServerSettings(principals=PrincipalStore(str(path))))))
+        yield url, tokens
+
+
 def _as(url: str, principal: str) -> RestNamespace:
     return RestNamespace(uri=url, **{"header.Authorization": f"Bearer {TOKENS[principal]}"})
 
 
-def test_every_route_at_every_level_inside_and_outside_the_grant(secured: str, root: Path) -> None:
+def test_every_route_at_every_level_inside_and_outside_the_grant(
+    identities: tuple[str, dict[str, str]], root: Path
+) -> None:
     """A level below the operation's, or an object outside the grant (``ab`` for a grant on ``a``), answers
     403 (code 15) before the namespace is asked: storage is untouched; the answer names the operation and the
-    object and is the same whether the object exists (``ab``) or not (``zz``)."""
+    object and is the same whether the object exists (``ab``) or not (``zz``). The same for every kind of
+    principal: hashed secrets, service-account tokens, group claims with group grants, Cognito tokens."""
+    secured, tokens = identities
     operations = [route.operation for route in ROUTES]
     refused, admitted = [], []
     for operation in operations:
@@ -162,16 +262,16 @@ def test_every_route_at_every_level_inside_and_outside_the_grant(secured: str, r
     before = _tree(root)
     with httpx.Client(base_url=secured, timeout=60) as http:
         for operation, principal, namespace in refused:
-            response = _call(http, operation, namespace, principal)
+            response = _call(http, operation, namespace, principal, tokens)
             assert (response.status_code, response.json()["code"]) == (403, 15), (operation, principal, namespace)
             message = response.json()["error"]
             assert f"'{principal}'" in message and f"'{namespace}" in message, message
             if namespace != "a":
-                twin = _call(http, operation, "zz" if namespace == "ab" else "ab", principal).json()["error"]
+                twin = _call(http, operation, "zz" if namespace == "ab" else "ab", principal, tokens).json()["error"]
                 assert twin.replace("'zz", "'ab") == message.replace("'zz", "'ab"), "403 must not tell what exists"
         assert _tree(root) == before, "a refused request changed storage"
         for operation, principal, namespace in admitted:
-            response = _call(http, operation, namespace, principal)
+            response = _call(http, operation, namespace, principal, tokens)
             assert response.status_code not in (401, 403), (operation, principal, response.text)
     assert len(refused) > 3 * len(operations) and len(admitted) > len(operations)
 
