@@ -84,10 +84,11 @@ class TokenIssuer:
         lifetime: float = 600,
         **claims: Any,
     ) -> str:
-        """A signed token of ``subject`` (``claims`` add to or override the standard ones)."""
+        """A signed token of ``subject`` (``claims`` add to or override the standard ones; None removes one)."""
         now = int(time.time())
         payload = {"iss": self.issuer, "sub": subject, "aud": audience, "iat": now, "nbf": now, "exp": now + lifetime}
         payload.update(claims)
+        payload = {key: value for key, value in payload.items() if value is not None}  # None: leave it out
         private_key, alg = self.keys[kid]
         return jwt.encode(payload, private_key, algorithm=alg, headers={"kid": kid})
 
