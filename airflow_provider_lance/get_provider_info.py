@@ -38,6 +38,15 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
         "description": "Namespace root (overrides Host), e.g. s3://bucket/prefix.",
         "schema": {"type": ["string", "null"]},
     },
+    "token_file": {
+        "label": "Token file (impl=rest)",
+        "description": (
+            "A REST server's bearer token in a file, re-read when it changes (a Kubernetes projected "
+            "service-account token). Or OAuth2 client credentials: extra keys token_url and client_id, the "
+            "client secret as the password."
+        ),
+        "schema": {"type": ["string", "null"]},
+    },
     "table_version_management": {
         "label": "Table version management",
         "description": (

@@ -9,6 +9,7 @@ from typing import Any
 from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.implementations import ENGINE_IMPL, REST_IMPL
+from airflow_provider_lance.rest.token_sources import provider_properties
 
 #: The implementation-key prefix of each implementation (the Lance tool guideline): with the directory
 #: namespace ``dir.root`` means ``root``, with ``rest`` ``rest.uri`` means ``uri``.
@@ -101,6 +102,50 @@ def _plain_keys(extra: dict[str, Any], impl: str) -> dict[str, Any]:
     return {**prefixed, **{k: v for k, v in plain.items() if v not in (None, "")}}
 
 
+#: The extra keys of a REST server's token source (besides ``client_secret``, which may be the password).
+_TOKEN_SOURCE_KEYS = ("token_file", "token_url", "client_id", "scope", "audience", "client_auth")
+
+
+def _rest_credential(conn: Any, extra: dict[str, Any], remember_secret: Callable[[Any], None]) -> dict[str, str]:
+    """
+    Pop the token source of an ``impl=rest`` connection from ``extra`` and return its client properties.
+
+    A ``token_file`` (re-read when it changes: a Kubernetes projected service-account token) or a
+    ``token_url`` with ``client_id`` and the client secret (the password, or the ``client_secret`` extra) for
+    OAuth2 client credentials; without either, the password is a static bearer token.
+
+    :param conn: The Airflow connection.
+    :param extra: The connection extra, plain keys (modified).
+    :param remember_secret: Called with every secret value found.
+    """
+    source = {key: str(extra.pop(key)) for key in _TOKEN_SOURCE_KEYS if extra.get(key) not in (None, "")}
+    client_secret = extra.pop("client_secret", None) or None
+    if not source:
+        if client_secret:
+            raise AirflowException(f"Connection {conn.conn_id!r}: 'client_secret' needs 'token_url' and 'client_id'")
+        if not conn.password:
+            return {}
+        remember_secret(conn.password)
+        remember_secret(f"Bearer {conn.password}")
+        return {"header.Authorization": f"Bearer {conn.password}"}
+    if "token_file" in source:
+        if conn.password or client_secret or "token_url" in source:
+            raise AirflowException(
+                f"Connection {conn.conn_id!r}: 'token_file' is the only credential it takes (no password, "
+                "client secret or token_url beside it)"
+            )
+    else:
+        client_secret = client_secret or conn.password
+        if "token_url" not in source or "client_id" not in source or not client_secret:
+            raise AirflowException(
+                f"Connection {conn.conn_id!r}: OAuth2 client credentials need 'token_url', 'client_id' and the "
+                "client secret (password or the 'client_secret' extra)"
+            )
+        remember_secret(client_secret)
+        source["client_secret"] = str(client_secret)
+    return provider_properties(**source)
+
+
 def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple[str, dict[str, str]]:
     """
     Build the implementation name and namespace properties of a ``lance`` connection.
@@ -108,7 +153,8 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
     Implementation keys (``dir.root``, ``rest.uri``) are accepted beside the plain names. The root comes
     from ``host`` (or the ``root``/``uri`` extra), ``storage_options`` become
     ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret (with ``impl=rest`` the
-    password is the server's bearer token), and any other extra key is passed through as a property.
+    password is the server's bearer token, unless the extra names a token source: ``token_file``, or
+    ``token_url`` and ``client_id``), and any other extra key is passed through as a property.
 
     :param conn: The Airflow connection.
     :param remember_secret: Called with every secret value found (for masking and redaction).
@@ -134,11 +180,8 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
             remember_secret(properties[prop])
 
     if _IMPL_PREFIXES.get(impl) == "rest.":
-        # a REST server: the password is its bearer token (header.* properties become HTTP headers)
-        if conn.password:
-            properties["header.Authorization"] = f"Bearer {conn.password}"
-            remember_secret(conn.password)
-            remember_secret(properties["header.Authorization"])
+        # a REST server: a token source, or the password as a static bearer token (header.* become headers)
+        properties.update(_rest_credential(conn, extra, remember_secret))
     else:
         if conn.login:
             properties["storage.aws_access_key_id"] = str(conn.login)

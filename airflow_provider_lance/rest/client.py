@@ -4,7 +4,9 @@
 same route table the server serves, so the two can never disagree on a path.
 
 Properties are ``RestNamespace``'s: ``uri``, ``delimiter``, ``header.<Name>`` (``header.Authorization``:
-``Bearer <token>``) and ``tls.*`` (``tls.ca_cert_file`` is honoured by the added operations too).
+``Bearer <token>``), ``tls.*`` (``tls.ca_cert_file`` is honoured by the added operations too) and
+``dynamic_context_provider.*`` (headers computed before each call, such as a fresh bearer token: see
+``token_sources.py``; the added operations send them too).
 """
 
 from __future__ import annotations
@@ -35,7 +37,12 @@ class RestNamespace(lance.namespace.RestNamespace):
     ``airflow_provider_lance.rest.client.RestNamespace`` (what the hook uses for ``impl=rest``)."""
 
     def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+        # the context provider pylance would build from the dynamic_context_provider.* properties, built once
+        # here so that the added operations ask the same instance (one token source, one token fetch)
+        self._context_provider = lance.namespace._create_context_provider_from_properties(
+            {str(key): str(value) for key, value in properties.items()}
+        )
+        super().__init__(context_provider=self._context_provider, **properties)
         self._properties = {str(key): str(value) for key, value in properties.items()}
         self._uri = str(properties["uri"]).rstrip("/")
         self._delimiter = str(properties.get("delimiter", "$"))
@@ -56,9 +63,17 @@ class RestNamespace(lance.namespace.RestNamespace):
         Spark conf and logs."""
         return dict(self._properties)
 
+    def _request_headers(self, operation: str, object_id: str = "") -> dict[str, str]:
+        """The headers of one request: the ``header.*`` properties and the context provider's ``headers.*``."""
+        if self._context_provider is None:
+            return dict(self._headers)
+        context = self._context_provider.provide_context({"operation": operation, "object_id": object_id})
+        dynamic = {k.removeprefix("headers."): str(v) for k, v in context.items() if k.startswith("headers.")}
+        return {**self._headers, **dynamic}
+
     def readiness_problem(self) -> str | None:
         """Why the server's catalog is not ready (its ``/ready`` route), or None when it is."""
-        request = urllib.request.Request(f"{self._uri}/ready", headers=self._headers)
+        request = urllib.request.Request(f"{self._uri}/ready", headers=self._request_headers("ready"))
         try:
             with urllib.request.urlopen(request, timeout=30, context=self._ssl):
                 return None
@@ -73,15 +88,15 @@ class RestNamespace(lance.namespace.RestNamespace):
         if not isinstance(request, model):
             request = model.model_validate(request or {})
         path = route.path
+        object_id = self._delimiter.join(request.id) if getattr(request, "id", None) else self._delimiter
         if "{id}" in path:
-            object_id = self._delimiter.join(request.id) if request.id else self._delimiter
             path = path.replace("{id}", quote(object_id, safe=""))
         body = request.model_dump_json(by_alias=True, exclude_none=True).encode()
         http_request = urllib.request.Request(
             f"{self._uri}{path}?delimiter={quote(self._delimiter, safe='')}",
             data=body,
             method="POST",
-            headers={**self._headers, "Content-Type": "application/json"},
+            headers={**self._request_headers(operation, object_id), "Content-Type": "application/json"},
         )
         try:
             with urllib.request.urlopen(http_request, timeout=_TIMEOUT, context=self._ssl) as response:
