@@ -39,8 +39,8 @@ from lance.namespace import DynamicContextProvider
 PROVIDER_IMPL = "airflow_provider_lance.rest.token_sources.BearerTokenProvider"
 #: The property prefix pylance hands to the provider (without it).
 PROVIDER_PREFIX = "dynamic_context_provider."
-#: A token is fetched again when this share of its lifetime has passed (or a minute before it expires).
-_REFRESH_AT = 0.8
+#: A token is fetched again a fifth of its lifetime before it expires, at most a minute before.
+_REFRESH_SHARE = 0.2
 _REFRESH_MARGIN = 60.0
 _TIMEOUT = 30.0
 
@@ -147,7 +147,7 @@ class ClientCredentials:
         lifetime = answer.get("expires_in")
         lifetime = float(lifetime) if isinstance(lifetime, (int, float)) and lifetime > 0 else _REFRESH_MARGIN
         self._token = token
-        self._refresh_at = started + min(lifetime * _REFRESH_AT, max(lifetime - _REFRESH_MARGIN, 0.0))
+        self._refresh_at = started + lifetime - min(lifetime * _REFRESH_SHARE, _REFRESH_MARGIN)
 
 
 class BearerTokenProvider(DynamicContextProvider):
