@@ -9,8 +9,11 @@ outside load) and is summed over its chunks. Also: the REST overhead over a dire
 describe), 32 clients declaring through one server against 8 processes declaring directly with the reference (the
 group commit goal), and the HTTP and storage requests of sensor pokes through REST on a request-counting S3 server
 (one poke; 32 concurrent pokes, which should share freshness checks), and what authorization costs: the server CPU per
-describe from 32 clients with a principals file against the same server without one (issue 30). ``report`` says of
-each goal whether it is met.
+describe from 32 clients with a principals file against the same server without one (issue 30), and what a token
+principal costs against a hashed secret (issue 41): the server CPU per describe from 32 clients presenting a
+Kubernetes-style JWT against the same clients presenting a static secret, and in process the authentication of a
+known token, of a known secret and the verification of a new token (RS256, ES256). ``report`` says of each goal
+whether it is met.
 
 ``python -m benchmarks.rest`` runs it alone and rewrites its section of ``docs/benchmarks.md``;
 ``BENCH_QUICK=1`` for a smoke run.
@@ -18,6 +21,7 @@ each goal whether it is met.
 
 from __future__ import annotations
 
+import copy
 import json
 import multiprocessing
 import os
@@ -50,6 +54,7 @@ SERVERS = ("ours", "reference")
 CONCURRENT_POKES_GOAL = 8  # "far fewer than 32": at most a quarter
 AUTHORIZATION_GOAL_US = 50  # server CPU per request that authentication and grants may add (issue 30)
 PRINCIPALS = 100  # in the principals file of the authorization measurement
+TOKEN_GOAL_US = 50  # server CPU per request a token principal may cost over a hashed secret (issue 41)
 _NS = "b"
 
 
@@ -250,6 +255,86 @@ def _authorization(work: Path) -> dict[str, Any]:
     return measured
 
 
+def _token_principals(work: Path) -> dict[str, Any]:
+    """Describes from 32 clients against one server whose principals file has ``PRINCIPALS`` secret principals
+    and as many token principals of a Kubernetes-style issuer (JWKS on loopback): the clients present a static
+    secret or a service-account JWT, in alternating chunks; the server CPU per call of each. Then in process:
+    µs to authenticate a known secret, a known token, and to verify a new token (RS256 and ES256)."""
+    from airflow_provider_lance.rest.principals import hash_secret
+    from tests.rest.token_issuer import issuer_entry, serve_issuer, service_account
+
+    secret = "bench-" + os.urandom(16).hex()
+    read = [{"namespace": _NS, "level": "read"}]
+    principals: list[dict[str, Any]] = [
+        {"name": f"s{i}", "tokens": [hash_secret(secret if i == 0 else os.urandom(16).hex())], "grants": read}
+        for i in range(PRINCIPALS)
+    ]
+    principals += [
+        {"name": f"k{i}", "match": {"subject": f"system:serviceaccount:team{i}:*"}, "grants": read}
+        for i in range(PRINCIPALS)
+    ]
+    admin = "bench-admin-" + os.urandom(16).hex()
+    principals.append(
+        {"name": "setup", "tokens": [hash_secret(admin)], "grants": [{"namespace": "", "level": "admin"}]}
+    )
+    (work / "tokens").mkdir()
+    with serve_issuer() as issuer:
+        document = {"issuers": [issuer_entry(issuer)], "principals": principals}
+        path = work / "token-principals.json"
+        path.write_text(json.dumps(document))
+        jwt_token = issuer.token(service_account("team0", "worker"), lifetime=3600)
+        with ours({"root": str(work / "tokens")}, "--principals-file", str(path)) as by_secret:
+            by_secret.token = admin
+            _populate(by_secret)
+            by_secret.token = secret
+            by_token = copy.copy(by_secret)  # the same server process, its clients presenting the JWT
+            by_token.token = jwt_token
+            for server in (by_secret, by_token):  # the JWKS fetched and the token verified before measuring
+                _client(server).describe_table(ln.DescribeTableRequest(id=[_NS, "t0"]))
+            measured: dict[str, Any] = _measure({"secret": by_secret, "token": by_token}, 32, "describe")
+        measured["in_process_us"] = _tokens_in_process(document, path, secret, jwt_token, issuer)
+    return measured
+
+
+def _tokens_in_process(document: dict[str, Any], path: Path, secret: str, token: str, issuer: Any) -> dict[str, float]:
+    """µs per call, in this process, of the authentication step of a request (``authentication._principal``)
+    with a known secret and a known token, and of verifying a token never seen (RS256, ES256)."""
+    import asyncio
+
+    from airflow_provider_lance.rest.authentication import _principal
+    from airflow_provider_lance.rest.principals import PrincipalStore, SecretKind
+    from tests.rest.token_issuer import service_account
+
+    store = PrincipalStore(str(path))
+    calls = 20000
+    fresh = {kid: issuer.token(service_account("team1", "x"), kid) for kid in ("rsa-1", "ec-1")}
+
+    async def per_call(presented: bytes, n: int) -> float:
+        assert await _principal(store, SecretKind.TOKEN, presented) is not None  # known (and keys fetched) after this
+        started = time.perf_counter()
+        for _ in range(n):
+            await _principal(store, SecretKind.TOKEN, presented)
+        return (time.perf_counter() - started) / n * 1e6
+
+    async def verify(presented: bytes, n: int) -> float:
+        issuers = store.current.issuers
+        assert issuers is not None
+        started = time.perf_counter()
+        for _ in range(n):
+            await issuers.verify(presented)
+        return (time.perf_counter() - started) / n * 1e6
+
+    async def all_of_them() -> dict[str, float]:
+        return {
+            "known_secret_us": await per_call(secret.encode(), calls),
+            "known_token_us": await per_call(token.encode(), calls),
+            "new_token_rs256_us": await verify(fresh["rsa-1"].encode(), calls // 10),
+            "new_token_es256_us": await verify(fresh["ec-1"].encode(), calls // 10),
+        }
+
+    return asyncio.run(all_of_them())
+
+
 def _authorization_in_process(principals: list[dict[str, Any]], token: str) -> float:
     """µs per request of finding the principal of an Authorization header and admitting a describe, in this
     process (the server CPU difference above is a difference of two noisy numbers; this one is not)."""
@@ -406,6 +491,7 @@ def run() -> dict[str, Any]:
         results["reference_8_processes_declares_per_s"] = _reference_processes(work, 8, DECLARES)
         results["pokes"] = _pokes(work)
         results["authorization"] = _authorization(work)
+        results["token_principals"] = _token_principals(work)
     return results
 
 
@@ -505,6 +591,23 @@ def goals(results: dict[str, Any]) -> list[Target]:
                 f" {secured['per_s']:.0f} vs {plain['per_s']:.0f} calls/s); in process"
                 f" {results['authorization']['in_process_us']:.1f} µs",
                 added <= AUTHORIZATION_GOAL_US,
+            )
+        )
+    if "token_principals" in results:  # measured since issue 41
+        tokens = results["token_principals"]
+        added = tokens["token"]["server_cpu_us"] - tokens["secret"]["server_cpu_us"]
+        cost = tokens["in_process_us"]
+        rows.append(
+            Target(
+                f"token principals: server CPU a request gains with a JWT instead of a hashed secret ({PRINCIPALS}"
+                " of each), describe, 32 clients",
+                f"≤ {TOKEN_GOAL_US} µs",
+                f"{added:+.0f} µs ({tokens['token']['server_cpu_us']:.0f} with a JWT,"
+                f" {tokens['secret']['server_cpu_us']:.0f} with a secret; {tokens['token']['per_s']:.0f} vs"
+                f" {tokens['secret']['per_s']:.0f} calls/s); in process a known token {cost['known_token_us']:.1f} µs,"
+                f" a known secret {cost['known_secret_us']:.1f} µs, a new token verified"
+                f" {cost['new_token_rs256_us']:.0f} µs (RS256) / {cost['new_token_es256_us']:.0f} µs (ES256)",
+                added <= TOKEN_GOAL_US,
             )
         )
     return rows
