@@ -312,14 +312,12 @@ class Issuers:
             raise ValueError("issuers: each 'name' may appear once")
 
     async def verify(self, token: bytes) -> VerifiedToken:
-        """Verify ``token`` against the issuer its (unverified) ``iss`` names; a key fetch, when one is
-        needed, runs on a worker thread.
+        """Verify ``token`` (no larger than :data:`MAX_TOKEN_BYTES`: the caller's bound) against the issuer its
+        (unverified) ``iss`` names; a key fetch, when one is needed, runs on a worker thread.
 
         :raises TokenRefused: with the reason.
         :raises IssuerUnavailable: the issuer's keys cannot be had now.
         """
-        if len(token) > MAX_TOKEN_BYTES:
-            raise TokenRefused(f"larger than {MAX_TOKEN_BYTES} bytes")
         jwt = _jwt()
         try:
             text = token.decode("ascii")

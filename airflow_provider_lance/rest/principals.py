@@ -177,8 +177,11 @@ class Principal:
 
     @property
     def label(self) -> str:
-        """The name, with the token's subject when there is one (what the audit log shows)."""
-        return self.name if self.subject is None else f"{self.name}[{self.subject}]"
+        """The name, with the token's subject when there is one (what the audit log shows; control characters
+        escaped, so that a subject cannot start a line of its own)."""
+        if self.subject is None:
+            return self.name
+        return f"{self.name}[{self.subject.encode('unicode_escape').decode('ascii')}]"
 
     def level_on(self, object_id: Sequence[str]) -> Level | None:
         """The highest level of the grants covering ``object_id`` (None: no grant covers it)."""
@@ -475,7 +478,9 @@ def _cli(argv: Sequence[str] | None = None) -> None:
         except (OSError, ValueError) as error:
             raise SystemExit(str(error)) from None
         for principal in loaded.principals:
-            print(f"{principal.name}: {'; '.join(str(g) for g in principal.grants) or 'no grant'}")
+            match = principal.match
+            tokens = f" (tokens of {match.issuer.name} with {match.kind} {match.value})" if match else ""
+            print(f"{principal.name}{tokens}: {'; '.join(str(g) for g in principal.grants) or 'no grant'}")
 
 
 if __name__ == "__main__":

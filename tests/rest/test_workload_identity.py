@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.rest import ServerSettings, create_app
-from airflow_provider_lance.rest.principals import PrincipalStore, hash_secret, load_principals
+from airflow_provider_lance.rest.principals import Principal, PrincipalStore, _cli, hash_secret, load_principals
 from tests.rest.servers import serve_app
 from tests.rest.token_issuer import TokenIssuer, issuer_entry, serve_issuer, service_account
 
@@ -264,3 +264,15 @@ def test_the_principals_file_refuses_unclear_matches(
     path.write_text(json.dumps(document))
     with pytest.raises(ValueError, match=message):
         load_principals(str(path))
+
+
+def test_check_lists_token_principals_and_labels_escape_subjects(
+    principals_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``principals check`` shows which tokens a principal takes and its grants, its groups' included; the
+    audit label of a token principal cannot be split into two log lines by its subject."""
+    _cli(["check", str(principals_file)])
+    out = capsys.readouterr().out
+    assert "etl-workers (tokens of k8s with subject system:serviceaccount:etl:*): write on a" in out
+    assert "old-job: read on a" in out
+    assert Principal("p", (), subject="sa\nforged ok").label == "p[sa\\nforged ok]"
