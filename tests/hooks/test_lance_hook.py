@@ -93,7 +93,7 @@ class TestConfig:
         (conn_type,) = info["connection-types"]
         assert conn_type["connection-type"] == LanceHook.conn_type == "lance"
         assert conn_type["hook-class-name"] == "airflow_provider_lance.hooks.lance.LanceHook"
-        assert set(conn_type["conn-fields"]) == {"impl", "root", "table_version_management"}
+        assert set(conn_type["conn-fields"]) == {"impl", "root", "token_file", "table_version_management"}
 
 
 class TestOperations:
