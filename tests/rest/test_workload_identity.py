@@ -276,3 +276,45 @@ def test_check_lists_token_principals_and_labels_escape_subjects(
     assert "etl-workers (tokens of k8s with subject system:serviceaccount:etl:*): write on a" in out
     assert "old-job: read on a" in out
     assert Principal("p", (), subject="sa\nforged ok").label == "p[sa\\nforged ok]"
+
+
+def test_sighup_reaches_token_principals_in_every_worker(root: Path, issuer: TokenIssuer, tmp_path: Path) -> None:
+    """``lance-namespace-server`` with two workers: each fetches the issuer's keys itself, SIGHUP moves a service
+    account's access in every worker, and no token reaches the server's output."""
+    import os
+    import signal
+
+    from tests.rest.servers import ServerProcess
+
+    path = tmp_path / "principals.json"
+
+    def trust(subject: str) -> None:
+        principal = {"name": "etl", "match": {"subject": subject}, "grants": [{"namespace": "", "level": "read"}]}
+        path.write_text(json.dumps({"issuers": [issuer_entry(issuer)], "principals": [principal]}))
+
+    first, second = (
+        issuer.token(service_account("etl", "first")),
+        issuer.token(service_account("etl", "second"), "ec-1"),
+    )
+
+    def status(token: str) -> set[int]:
+        codes = set()
+        for _ in range(12):  # new connections: every worker answers some
+            with httpx.Client(base_url=server.url, timeout=60) as client:
+                codes.add(client.get("/v1/namespace/$/list", headers={"Authorization": f"Bearer {token}"}).status_code)
+        return codes
+
+    trust(service_account("etl", "first"))
+    args = ["--root", str(root), "--workers", "2", "--principals-file", str(path), "--no-page"]
+    with ServerProcess(args) as server:
+        assert status(first) == {200} and status(second) == {401}
+        trust(service_account("etl", "second"))
+        os.kill(server.process.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while status(second) != {200} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert status(second) == {200} and status(first) == {401}
+        assert server.terminate() == 0
+    output = "".join(server.stderr_lines)
+    assert "Principals reloaded: 1 principal(s), 1 token issuer(s)" in output and "matches no principal" in output
+    assert first not in output and second not in output
