@@ -12,7 +12,8 @@ cached by PyJWT's ``PyJWKClient`` for ``jwks_cache_seconds``; a ``kid`` the cach
 set once, at most once per ``jwks_refetch_seconds`` (a key rotated in at the issuer is taken up, a flood of
 made-up ``kid`` values costs the issuer nothing). Fetches run on a worker thread, never on the event loop.
 When the cache has expired and the issuer does not answer, :class:`IssuerUnavailable` (the server answers
-503): no token is accepted on keys nobody can vouch for any more.
+503): no token is accepted on keys nobody can vouch for any more; for ``jwks_refetch_seconds`` after a failed
+fetch no other is tried (the requests get 503 at once, none waits on the issuer's time-out).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import asyncio
 import importlib
 import json
 import threading
+import time
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -210,6 +212,12 @@ class _IssuerKeys:
         self._issuer = issuer
         self._client: jwt.PyJWKClient | None = None
         self._lock = threading.Lock()
+        self._failed_until = 0.0  # after a failed fetch, none is tried again before this (monotonic)
+
+    def backing_off(self) -> bool:
+        """Whether a fetch failed less than ``jwks_refetch_seconds`` ago (no I/O): requests that need the keys
+        get 503 at once instead of each waiting for an issuer that does not answer."""
+        return time.monotonic() < self._failed_until
 
     def cached(self, kid: str) -> tuple[jwt.PyJWK, object] | None:
         """The key ``kid`` from the cached JWK set while it is fresh (no I/O), else None."""
@@ -237,14 +245,18 @@ class _IssuerKeys:
             client = self._jwks_client()
             key = client.get_signing_key(kid)
         except jwt.PyJWKClientConnectionError as error:
-            raise IssuerUnavailable(f"issuer {self._issuer.name}: its JWKS does not answer ({error})") from None
+            raise self._unavailable(f"its JWKS does not answer ({error})") from None
         except jwt.PyJWKClientError as error:
             raise TokenRefused(f"issuer {self._issuer.name}: {error}") from None
         except jwt.PyJWKSetError as error:
-            raise IssuerUnavailable(f"issuer {self._issuer.name}: its JWKS holds no usable key ({error})") from None
+            raise self._unavailable(f"its JWKS holds no usable key ({error})") from None
         jwk_set = client.jwk_set_cache.get() if client.jwk_set_cache is not None else None
         # expired in between: a fresh object, never mistaken for the current set
         return key, jwk_set if jwk_set is not None else object()
+
+    def _unavailable(self, problem: str) -> IssuerUnavailable:
+        self._failed_until = time.monotonic() + self._issuer.jwks_refetch_seconds
+        return IssuerUnavailable(f"issuer {self._issuer.name}: {problem}")
 
     def _jwks_client(self) -> jwt.PyJWKClient:
         with self._lock:
@@ -267,14 +279,12 @@ class _IssuerKeys:
             with urllib.request.urlopen(url, timeout=_FETCH_TIMEOUT) as response:
                 document = json.loads(response.read())
         except (OSError, ValueError) as error:
-            raise IssuerUnavailable(
-                f"issuer {issuer.name}: its OpenID configuration does not answer ({error})"
-            ) from None
+            raise self._unavailable(f"its OpenID configuration does not answer ({error})") from None
         if not isinstance(document, dict) or document.get("issuer") != issuer.issuer:
-            raise IssuerUnavailable(f"issuer {issuer.name}: its OpenID configuration names another issuer")
+            raise self._unavailable("its OpenID configuration names another issuer")
         jwks_uri = document.get("jwks_uri")
         if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("https://", "http://")):
-            raise IssuerUnavailable(f"issuer {issuer.name}: its OpenID configuration has no http(s) jwks_uri")
+            raise self._unavailable("its OpenID configuration has no http(s) jwks_uri")
         return jwks_uri
 
 
@@ -334,6 +344,8 @@ class Issuers:
         if not isinstance(kid, str) or not kid:
             raise TokenRefused(f"issuer {issuer.name}: no 'kid' in the header")
         found = issuer.keys.cached(kid)
+        if found is None and issuer.keys.backing_off():
+            raise IssuerUnavailable(f"issuer {issuer.name}: its keys could not be fetched a moment ago")
         if found is None:
             found = await asyncio.get_running_loop().run_in_executor(None, issuer.keys.fetch, kid)
         key, key_set = found

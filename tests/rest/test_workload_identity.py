@@ -160,7 +160,8 @@ def test_jwks_down_cached_keys_until_their_ttl_then_503(
     engine: DirectoryNamespace, issuer: TokenIssuer, tmp_path: Path
 ) -> None:
     """With the issuer's JWKS endpoint down, tokens verify on the cached keys until the cache's TTL; then 503
-    (ServiceUnavailable, ``Retry-After``), never 500; when the issuer is back, tokens are accepted again."""
+    (ServiceUnavailable, ``Retry-After``), never 500, at once for the back-off after a failed fetch; when the
+    issuer is back, tokens are accepted again."""
     path = tmp_path / "principals.json"
     path.write_text(json.dumps(_document(issuer, jwks_cache_seconds=1)))
     settings = ServerSettings(principals=PrincipalStore(str(path)))
@@ -171,8 +172,11 @@ def test_jwks_down_cached_keys_until_their_ttl_then_503(
         time.sleep(1.1)
         down = _declare(http, issuer.token(WORKER), "down1")
         assert (down.status_code, down.json()["code"], down.headers["retry-after"]) == (503, 17, "30")
+        fetches = issuer.jwks_fetches
         assert _declare(http, issuer.token(WORKER, kid="ec-1"), "down2").status_code == 503
+        assert issuer.jwks_fetches == fetches, "within the back-off no request waits on the issuer again"
         issuer.down = False
+        time.sleep(_REFETCH + 0.1)
         assert _declare(http, issuer.token(WORKER), "three").status_code == 200
     for name in ("down1", "down2"):  # what got 503 was never run
         with pytest.raises(ln.TableNotFoundError):
