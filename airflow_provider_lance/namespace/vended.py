@@ -9,8 +9,9 @@ request with a credential past its expiry. Failures: the namespace refusing to v
 Unauthenticated, the table gone) is permanent, raised at once naming the table and who asked (the server's
 message names the principal and the level); a namespace that does not answer (ServiceUnavailable, a network
 error) is transient: the held credential is kept while it is valid and renewal tried again on the next call;
-once it has expired, renewal is retried a few times, then ``ServiceUnavailableError`` is raised. pylance readers and writers opened through
-:meth:`VendedCredentials.namespace` renew the same way (pylance's own refresh asks the holder).
+once it has expired, renewal is retried a few times, then ``ServiceUnavailableError`` is raised. pylance
+readers and writers opened through :meth:`VendedCredentials.namespace` renew the same way (pylance's own refresh
+asks the holder).
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ class VendedCredentials:
 
     def _renew(self) -> None:
         wait = RETRY_WAIT_SECONDS
+        table = ".".join(self.table_id)
+        who = self.principal or "this client"
         for attempt in range(1, RENEW_ATTEMPTS + 1):
             try:
                 answer = self._namespace.describe_table(
@@ -127,19 +130,16 @@ class VendedCredentials:
                 )
             except _PERMANENT as error:
                 raise type(error)(
-                    f"Cannot renew the vended credentials of table '{'.'.join(self.table_id)}' for "
-                    f"{self.principal or 'this client'}: the namespace refused ({error})"
+                    f"Cannot renew the vended credentials of table '{table}' for {who}: the namespace refused ({error})"
                 ) from None
             except (ln.ServiceUnavailableError, ln.InternalError, OSError) as error:
-                expires_at = expiry(self._options)[0]  # type: ignore[index]  # _due: they expire
-                left = (expires_at - self._now_millis()) / 1000
-                if left > 0 and attempt == 1:
+                expires_at, _ = expiry(self._options)  # type: ignore[misc]  # _due: they expire
+                if attempt == 1 and self._now_millis() < expires_at:
                     return  # still valid: keep them, ask again on the next call
                 if attempt == RENEW_ATTEMPTS:
                     raise ln.ServiceUnavailableError(
-                        f"Cannot renew the vended credentials of table '{'.'.join(self.table_id)}' for "
-                        f"{self.principal or 'this client'}: the namespace does not answer ({type(error).__name__}: "
-                        f"{error}); the held ones expire{'d' if left <= 0 else ' in %.1f s' % left}"
+                        f"Cannot renew the vended credentials of table '{table}' for {who}: the namespace does not "
+                        f"answer ({type(error).__name__}: {error}) and the held ones have expired"
                     ) from None
                 time.sleep(wait)
                 wait *= 2

@@ -1,0 +1,181 @@
+"""Vended credentials that expire as on AWS: every holder renews before expiry.
+
+moto accepts expired session tokens; :class:`tests.expiring_s3.ExpiringS3` in front of it does not (``400
+ExpiredToken``, checked at arrival as S3 does) and makes every vended credential live two seconds. Every S3
+request is recorded with the key that signed it; each test works for several lifetimes and then asserts that
+every request was signed by a credential valid at that moment, and that credentials were renewed.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+
+import boto3
+import botocore.exceptions
+import lance
+import lance.fragment
+import lance_namespace as ln
+import pyarrow as pa
+import pytest
+
+from airflow_provider_lance.rest import ServerSettings
+from airflow_provider_lance.rest.client import RestNamespace
+from airflow_provider_lance.staging import (
+    StagingNamespace,
+    prepare_target,
+    stage_fragments,
+    staged_dataset,
+)
+from tests.expiring_s3 import ExpiringS3
+from tests.rest.servers import serve_namespace
+from tests.s3.conftest import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, MotoServer
+from tests.s3.test_s3_credential_vending import make_role, vending_properties
+from tests.s3.test_s3_vending_rest import RecordingNamespace
+
+pytestmark = pytest.mark.s3
+
+LIFETIME = timedelta(seconds=2)
+TOKEN = "expiry-token-31c7"
+SCHEMA = pa.schema({"x": pa.int64()})
+
+
+@pytest.fixture(scope="module")
+def expiring(moto_server: MotoServer) -> Iterator[ExpiringS3]:
+    with ExpiringS3(moto_server.endpoint, LIFETIME) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def engine(moto_server: MotoServer, expiring: ExpiringS3, s3_root: str) -> RecordingNamespace:
+    """The catalog server's engine: its S3 and STS are the expiring proxy, its vended credentials live 2 s."""
+    role = make_role(moto_server, f"expiry-{uuid.uuid4().hex[:8]}")
+    through_proxy = MotoServer(expiring.endpoint, moto_server.pid)
+    return RecordingNamespace(**vending_properties(through_proxy, s3_root, role, table_version_management="true"))
+
+
+@pytest.fixture
+def client(engine: RecordingNamespace) -> Iterator[RestNamespace]:
+    with serve_namespace(engine, ServerSettings(tokens=frozenset({TOKEN}), vend_credentials=True)) as url:
+        yield RestNamespace(uri=url, **{"header.Authorization": f"Bearer {TOKEN}"})
+
+
+def _valid_throughout(expiring: ExpiringS3, since: float, renewals: int) -> None:
+    """Every request since ``since`` was signed by a credential valid when it arrived, and at least
+    ``renewals`` + 1 vended keys signed them."""
+    assert expiring.expired(since) == []
+    keys = expiring.vended_keys(since)
+    assert len(keys) >= renewals + 1, keys
+
+
+def test_the_store_refuses_a_session_credential_past_its_expiry(expiring: ExpiringS3) -> None:
+    """The proxy itself: a vended credential works until its expiry, then S3 answers ExpiredToken; the
+    long-lived key never expires."""
+    sts = boto3.client(
+        "sts",
+        endpoint_url=expiring.endpoint,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+    )
+    role = "arn:aws:iam::123456789012:role/any"
+    credentials = sts.assume_role(RoleArn=role, RoleSessionName="probe", DurationSeconds=900)["Credentials"]
+    left = credentials["Expiration"].timestamp() - time.time()
+    assert 0 < left <= LIFETIME.total_seconds()
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=expiring.endpoint,
+        region_name=REGION,
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+        config=botocore.config.Config(retries={"total_max_attempts": 1}),
+    )
+    since = time.time()
+    s3.list_objects_v2(Bucket=BUCKET, MaxKeys=1)
+    time.sleep(left + 0.05)
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        s3.list_objects_v2(Bucket=BUCKET, MaxKeys=1)
+    assert refused.value.response["Error"]["Code"] == "ExpiredToken"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    [expired] = expiring.expired(since)
+    assert expired.key == credentials["AccessKeyId"] and expired.at >= expired.expires_at  # type: ignore[operator]
+    assert expiring.vended_keys(since) == [credentials["AccessKeyId"]]
+    own = boto3.client(
+        "s3", endpoint_url=expiring.endpoint, region_name=REGION, aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+    )  # fmt: skip
+    own.list_objects_v2(Bucket=BUCKET, MaxKeys=1)
+    assert expiring.signed_by("AKIA", since)[-1].valid
+
+
+def test_a_pylance_reader_and_writer_held_across_refreshes(expiring: ExpiringS3, client: RestNamespace) -> None:
+    """A dataset opened through the namespace and scanned for four lifetimes, and a writer whose input takes
+    two: pylance renews from the server (its refresh), never signing with an expired key."""
+    lance.write_dataset(pa.table({"x": list(range(10))}), namespace_client=client, table_id=["t"], mode="create")
+    since = time.time()
+    dataset = lance.dataset(namespace_client=client, table_id=["t"])
+    deadline = time.monotonic() + 4 * LIFETIME.total_seconds()
+    while time.monotonic() < deadline:
+        assert dataset.to_table().num_rows == 10
+        time.sleep(0.2)
+    _valid_throughout(expiring, since, renewals=3)
+
+    def slow_batches() -> Iterator[pa.RecordBatch]:
+        for start in range(10, 50, 5):
+            time.sleep(LIFETIME.total_seconds() / 4)
+            yield pa.record_batch({"x": list(range(start, start + 5))})
+
+    since = time.time()
+    reader = pa.RecordBatchReader.from_batches(SCHEMA, slow_batches())
+    written = lance.write_dataset(reader, namespace_client=client, table_id=["t"], mode="append")
+    assert written.count_rows() == 50
+    _valid_throughout(expiring, since, renewals=1)
+
+
+
+@pytest.mark.parametrize("audit", [False, True])
+def test_staging_on_the_driver_commits_after_the_first_credential_expired(
+    expiring: ExpiringS3, engine: RecordingNamespace, client: RestNamespace, audit: bool
+) -> None:
+    """The Spark driver's path without Spark: the target is prepared (DeclareTable/DescribeTable vend a
+    credential), the fragments are written, and the staging commit (listing ``_versions/``, the staged manifest,
+    with ``audit`` the detached version and its read) comes after that first credential expired. The commit
+    renews first; the batch commit and a read follow."""
+    if audit:  # a detached version needs a table with a version
+        lance.write_dataset(pa.table({"x": [0]}), namespace_client=client, table_id=["a"], mode="create")
+    since = time.time()
+    staging = StagingNamespace(client)
+    targets = {name: prepare_target(client, [name]) for name in ("a", "b")}
+    first = {name: target.credentials.options()["aws_access_key_id"] for name, target in targets.items()}
+    written = {
+        name: lance.fragment.write_fragments(
+            pa.table({"x": [1, 2, 3]}),
+            target.location,
+            schema=SCHEMA,
+            storage_options=target.storage_options,
+            namespace_client=client,
+            table_id=[name],
+        )
+        for name, target in targets.items()
+    }
+    time.sleep(1.5 * LIFETIME.total_seconds())  # the executors' work outlives the driver's first credential
+    entries = [
+        stage_fragments(
+            client, target, written[name], mode="append", schema=SCHEMA, staging=staging, audit=audit and name == "a"
+        )
+        for name, target in targets.items()
+    ]
+    assert all(targets[name].credentials.options()["aws_access_key_id"] != first[name] for name in targets)
+    if audit:
+        time.sleep(LIFETIME.total_seconds())
+        assert staged_dataset(client, entries[0]).count_rows() == 4
+    client.batch_create_table_versions(ln.BatchCreateTableVersionsRequest(entries=entries))
+    assert lance.dataset(namespace_client=client, table_id=["a"]).count_rows() == (4 if audit else 3)
+    assert lance.dataset(namespace_client=client, table_id=["b"]).count_rows() == 3
+    _valid_throughout(expiring, since, renewals=2)
+    # the data files and the staged manifests were written with vended keys, never the catalog's own
+    writes = [r for r in expiring.signed if r.at >= since and r.method == "PUT" and ".lance/" in r.path]
+    assert writes and all(r.expires_at is not None for r in writes if "/data/" in r.path or ".manifest-" in r.path)
