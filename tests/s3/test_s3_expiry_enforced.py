@@ -50,10 +50,13 @@ def expiring(moto_server: MotoServer) -> Iterator[ExpiringS3]:
 
 @pytest.fixture
 def engine(moto_server: MotoServer, expiring: ExpiringS3, s3_root: str) -> RecordingNamespace:
-    """The catalog server's engine: its S3 and STS are the expiring proxy, its vended credentials live 2 s."""
+    """The catalog server's engine: its S3 and STS are the expiring proxy, its vended credentials live 2 s and
+    are renewed with 1.6 s left (``refresh_fraction`` 0.4 and the clock-skew allowance): on a loaded 2-core
+    machine an s3fs client takes up to a second to send its first request (the default 0.25 leaves 1 s)."""
     role = make_role(moto_server, f"expiry-{uuid.uuid4().hex[:8]}")
     through_proxy = MotoServer(expiring.endpoint, moto_server.pid)
-    return RecordingNamespace(**vending_properties(through_proxy, s3_root, role, table_version_management="true"))
+    properties = vending_properties(through_proxy, s3_root, role, table_version_management="true")
+    return RecordingNamespace(**properties, **{"credential_vendor.refresh_fraction": "0.4"})
 
 
 @pytest.fixture
@@ -112,16 +115,16 @@ def test_the_store_refuses_a_session_credential_past_its_expiry(expiring: Expiri
 
 
 def test_a_pylance_reader_and_writer_held_across_refreshes(expiring: ExpiringS3, client: RestNamespace) -> None:
-    """A dataset opened through the namespace and scanned for four lifetimes, and a writer whose input takes
+    """A dataset opened through the namespace and scanned for three lifetimes, and a writer whose input takes
     two: pylance renews from the server (its refresh), never signing with an expired key."""
     lance.write_dataset(pa.table({"x": list(range(10))}), namespace_client=client, table_id=["t"], mode="create")
     since = time.time()
     dataset = lance.dataset(namespace_client=client, table_id=["t"])
-    deadline = time.monotonic() + 4 * LIFETIME.total_seconds()
+    deadline = time.monotonic() + 3 * LIFETIME.total_seconds()
     while time.monotonic() < deadline:
         assert dataset.to_table().num_rows == 10
         time.sleep(0.2)
-    _valid_throughout(expiring, since, renewals=3)
+    _valid_throughout(expiring, since, renewals=2)
 
     def slow_batches() -> Iterator[pa.RecordBatch]:
         for start in range(10, 50, 5):
@@ -179,3 +182,31 @@ def test_staging_on_the_driver_commits_after_the_first_credential_expired(
     # the data files and the staged manifests were written with vended keys, never the catalog's own
     writes = [r for r in expiring.signed if r.at >= since and r.method == "PUT" and ".lance/" in r.path]
     assert writes and all(r.expires_at is not None for r in writes if "/data/" in r.path or ".manifest-" in r.path)
+
+
+def test_the_page_reads_across_refreshes(expiring: ExpiringS3, client: RestNamespace) -> None:
+    """The catalog page over the REST client (as in the Airflow UI): one reader (what one page request holds)
+    asked for a table's summary, history with its staged versions (an s3fs listing) and growth for three
+    lifetimes, then the pages themselves; every request signed by a valid credential."""
+    from starlette.testclient import TestClient
+
+    from airflow_provider_lance.page import create_page_app
+    from airflow_provider_lance.page.catalog import CatalogReader
+
+    client.create_namespace(ln.CreateNamespaceRequest(id=["demo"]))
+    lance.write_dataset(pa.table({"x": [1, 2]}), namespace_client=client, table_id=["demo", "t"], mode="create")
+    since = time.time()
+    reader = CatalogReader(client)
+    deadline = time.monotonic() + 3 * LIFETIME.total_seconds()
+    while time.monotonic() < deadline:
+        assert reader.table(["demo", "t"]).rows == 2
+        rows, _ = reader.history(["demo", "t"], None)
+        assert [row.version for row in rows] == [1]
+        assert [rows for _, rows, _ in reader.growth(["demo", "t"])] == [2]
+        time.sleep(0.3)
+    _valid_throughout(expiring, since, renewals=2)
+    since = time.time()
+    pages = TestClient(create_page_app(client))
+    for path in ("/table?id=demo&id=t", "/table/versions?id=demo&id=t"):
+        assert pages.get(path).status_code == 200
+    assert expiring.expired(since) == []
