@@ -50,7 +50,9 @@ def vending_server(
     role = make_role(moto_server, f"dag-{s3_root.rsplit('-', 1)[-1]}")
     with ExpiringS3(moto_server.endpoint, LIFETIME) as expiring:
         through_proxy = MotoServer(expiring.endpoint, moto_server.pid)
-        engine = RecordingNamespace(**vending_properties(through_proxy, s3_root, role, table_version_management="true"))
+        # renewed with 1.6 s left (refresh_fraction 0.4 and the clock-skew allowance): margin for a loaded machine
+        properties = vending_properties(through_proxy, s3_root, role, table_version_management="true")
+        engine = RecordingNamespace(**properties, **{"credential_vendor.refresh_fraction": "0.4"})
         with serve_namespace(engine, ServerSettings(tokens=frozenset({TOKEN}), vend_credentials=True)) as url:
             yield url, engine, expiring
 

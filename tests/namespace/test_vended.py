@@ -72,7 +72,8 @@ def test_a_refusal_is_permanent_and_names_the_principal_the_table_and_the_level(
     engine = DirectoryNamespace(root=str(root))
     for table in ("t", "u"):
         engine.declare_table(ln.DeclareTableRequest(id=[table]))
-    document = {"principals": [{"name": "etl", "tokens": [hash_secret(TOKEN)], "grants": [{"namespace": "t", "level": "write"}]}]}
+    grants = [{"namespace": "t", "level": "write"}]
+    document = {"principals": [{"name": "etl", "tokens": [hash_secret(TOKEN)], "grants": grants}]}
     settings = ServerSettings(principals=PrincipalStore.of(Principals.from_document(document, "test")))
     with serve_namespace(engine, settings) as url:
         client = RestNamespace(uri=url, **{"header.Authorization": f"Bearer {TOKEN}"})

@@ -138,7 +138,6 @@ def test_a_pylance_reader_and_writer_held_across_refreshes(expiring: ExpiringS3,
     _valid_throughout(expiring, since, renewals=1)
 
 
-
 @pytest.mark.parametrize("audit", [False, True])
 def test_staging_on_the_driver_commits_after_the_first_credential_expired(
     expiring: ExpiringS3, engine: RecordingNamespace, client: RestNamespace, audit: bool
