@@ -13,7 +13,6 @@ import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
-import boto3
 import botocore.exceptions
 import lance
 import lance.fragment
@@ -31,8 +30,9 @@ from airflow_provider_lance.staging import (
 )
 from tests.expiring_s3 import ExpiringS3
 from tests.rest.servers import serve_namespace
-from tests.s3.conftest import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, MotoServer
+from tests.s3.conftest import ACCESS_KEY, BUCKET, SECRET_KEY, MotoServer
 from tests.s3.test_s3_credential_vending import make_role, vending_properties
+from tests.s3.test_s3_vending_enforced import _client
 from tests.s3.test_s3_vending_rest import RecordingNamespace
 
 pytestmark = pytest.mark.s3
@@ -76,26 +76,13 @@ def _valid_throughout(expiring: ExpiringS3, since: float, renewals: int) -> None
 def test_the_store_refuses_a_session_credential_past_its_expiry(expiring: ExpiringS3) -> None:
     """The proxy itself: a vended credential works until its expiry, then S3 answers ExpiredToken; the
     long-lived key never expires."""
-    sts = boto3.client(
-        "sts",
-        endpoint_url=expiring.endpoint,
-        region_name=REGION,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-    )
+    sts = _client("sts", expiring.endpoint, ACCESS_KEY, SECRET_KEY)
     role = "arn:aws:iam::123456789012:role/any"
     credentials = sts.assume_role(RoleArn=role, RoleSessionName="probe", DurationSeconds=900)["Credentials"]
     left = credentials["Expiration"].timestamp() - time.time()
     assert 0 < left <= LIFETIME.total_seconds()
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=expiring.endpoint,
-        region_name=REGION,
-        aws_access_key_id=credentials["AccessKeyId"],
-        aws_secret_access_key=credentials["SecretAccessKey"],
-        aws_session_token=credentials["SessionToken"],
-        config=botocore.config.Config(retries={"total_max_attempts": 1}),
-    )
+    key, secret, token = (credentials[k] for k in ("AccessKeyId", "SecretAccessKey", "SessionToken"))
+    s3 = _client("s3", expiring.endpoint, key, secret, token)
     since = time.time()
     s3.list_objects_v2(Bucket=BUCKET, MaxKeys=1)
     time.sleep(left + 0.05)
@@ -106,10 +93,7 @@ def test_the_store_refuses_a_session_credential_past_its_expiry(expiring: Expiri
     [expired] = expiring.expired(since)
     assert expired.key == credentials["AccessKeyId"] and expired.at >= expired.expires_at  # type: ignore[operator]
     assert expiring.vended_keys(since) == [credentials["AccessKeyId"]]
-    own = boto3.client(
-        "s3", endpoint_url=expiring.endpoint, region_name=REGION, aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-    )  # fmt: skip
+    own = _client("s3", expiring.endpoint, ACCESS_KEY, SECRET_KEY)
     own.list_objects_v2(Bucket=BUCKET, MaxKeys=1)
     assert expiring.signed_by("AKIA", since)[-1].valid
 
