@@ -7,7 +7,9 @@ STS endpoint. It
   the ``Expiration`` of the answer is rewritten, and the access key id is remembered with it;
 * answers ``400 ExpiredToken`` to a request signed (SigV4 ``Authorization`` header or presigned
   ``X-Amz-Credential``) with a remembered key at or after its expiry, at arrival, as S3 checks it;
-* records every request with the key that signed it and that key's expiry (:attr:`ExpiringS3.signed`).
+* records every request with the key that signed it and that key's expiry (:attr:`ExpiringS3.signed`);
+* refuses ``AssumeRole`` of the roles in :attr:`ExpiringS3.refused_roles` with ``403 AccessDenied``, as STS does
+  when a role's trust policy does not name the caller (moto does not check that).
 
 A test then asserts that every request of a run was signed by a credential valid at that moment
 (:meth:`ExpiringS3.expired` is empty) and that the vended ones were renewed (:meth:`ExpiringS3.vended_keys`).
@@ -28,6 +30,11 @@ from tests.fault_proxy import FaultProxy, FaultRates
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
 _EXPIRATION = re.compile(rb"<Expiration>[^<]*</Expiration>")
 _ACCESS_KEY = re.compile(rb"<AccessKeyId>([^<]+)</AccessKeyId>")
+ACCESS_DENIED = (
+    b'<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type>'
+    b"<Code>AccessDenied</Code><Message>Not authorized to perform sts:AssumeRole</Message></Error>"
+    b"<RequestId>expiring-s3</RequestId></ErrorResponse>"
+)
 EXPIRED_TOKEN = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ExpiredToken</Code>'
     b"<Message>The provided token has expired.</Message><RequestId>expiring-s3</RequestId></Error>"
@@ -77,10 +84,17 @@ class ExpiringS3(FaultProxy):
         super().__init__(upstream, FaultRates())
         self.lifetime = lifetime
         self.signed: list[SignedRequest] = []
+        self.refused_roles: set[str] = set()
         self._expiry: dict[str, float] = {}
         self._recorded = threading.Lock()
 
-    def refusal(self, method: str, path: str, headers: http.client.HTTPMessage) -> tuple[int, bytes] | None:
+    def refusal(
+        self, method: str, path: str, headers: http.client.HTTPMessage, body: bytes
+    ) -> tuple[int, bytes] | None:
+        if b"Action=AssumeRole" in body:
+            role = parse_qs(body.decode()).get("RoleArn", [""])[0]
+            if role in self.refused_roles:
+                return 403, ACCESS_DENIED
         key = signing_key(path, headers)
         now = time.time()
         with self._recorded:

@@ -110,7 +110,9 @@ class FaultProxy:
                 totals[fault] += count
             return totals
 
-    def refusal(self, method: str, path: str, headers: http.client.HTTPMessage) -> tuple[int, bytes] | None:
+    def refusal(
+        self, method: str, path: str, headers: http.client.HTTPMessage, body: bytes
+    ) -> tuple[int, bytes] | None:
         """What the store answers instead of forwarding (an authentication failure S3 checks first), or None.
         Nothing here; subclasses enforce what moto does not (tests/expiring_s3.py)."""
         return None
@@ -198,7 +200,7 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
         def _handle(self) -> None:
             body = self._body()
-            refused = proxy.refusal(self.command, self.path, self.headers)
+            refused = proxy.refusal(self.command, self.path, self.headers, body)
             if refused is not None:
                 status, error = refused
                 self._answer(status, [("Content-Type", "application/xml"), ("Content-Length", str(len(error)))], error)

@@ -20,8 +20,11 @@ import lance_namespace as ln
 import pyarrow as pa
 import pytest
 
+from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace.vended import VendedCredentials
 from airflow_provider_lance.rest import ServerSettings
 from airflow_provider_lance.rest.client import RestNamespace
+from airflow_provider_lance.rest.principals import Principals, PrincipalStore, hash_secret
 from airflow_provider_lance.staging import (
     StagingNamespace,
     prepare_target,
@@ -193,3 +196,32 @@ def test_the_page_reads_across_refreshes(expiring: ExpiringS3, client: RestNames
     for path in ("/table?id=demo&id=t", "/table/versions?id=demo&id=t"):
         assert pages.get(path).status_code == 200
     assert expiring.expired(since) == []
+
+
+def test_a_refused_renewal_is_permanent_and_names_the_principal_the_table_and_the_level(
+    moto_server: MotoServer, expiring: ExpiringS3, s3_root: str
+) -> None:
+    """STS refusing the role (its trust policy does not name the catalog) when a holder renews: PermissionDenied
+    at once (no retry can help), naming who asked, the principal, its level on the table and the role."""
+    role = make_role(moto_server, f"refused-{uuid.uuid4().hex[:8]}")
+    expiring.refused_roles.add(role)
+    through_proxy = MotoServer(expiring.endpoint, moto_server.pid)
+    engine = DirectoryNamespace(**vending_properties(through_proxy, s3_root, role))
+    engine.declare_table(ln.DeclareTableRequest(id=["t"], vend_credentials=False))
+    grants = [{"namespace": "t", "level": "write"}]
+    document = {"principals": [{"name": "etl", "tokens": [hash_secret(TOKEN)], "grants": grants}]}
+    principals = PrincipalStore.of(Principals.from_document(document, "test"))
+    settings = ServerSettings(principals=principals, vend_credentials=True)
+    expired = {"aws_access_key_id": "ASIAOLD", "expires_at_millis": "1", "refresh_offset_millis": "1"}
+    with serve_namespace(engine, settings) as url:
+        client = RestNamespace(uri=url, **{"header.Authorization": f"Bearer {TOKEN}"})
+        holder = VendedCredentials(client, ["t"], expired, principal="connection 'lance_default'")
+        started = time.monotonic()
+        with pytest.raises(ln.PermissionDeniedError) as refused:
+            holder.options()
+    assert time.monotonic() - started < 5  # not retried
+    message = str(refused.value)
+    assert "table 't' for connection 'lance_default'" in message
+    assert "Principal 'etl' (level 'write' on 't')" in message
+    assert "at level 'write' was refused (AccessDenied)" in message and role in message
+    assert SECRET_KEY not in message
