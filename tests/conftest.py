@@ -32,6 +32,7 @@ SLOW_MODULES_FIRST = (
     "tests/spark/test_job_submit.py",
     "tests/example_dags/test_lance_spark_rest_vending.py",
     "tests/s3/test_s3_faults.py",
+    "tests/s3/test_s3_expiry_enforced.py",
     "tests/namespace/test_drop_race.py",
     "tests/s3/test_s3_concurrency.py",
     "tests/packaging/test_wheel.py",

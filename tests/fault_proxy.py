@@ -110,6 +110,17 @@ class FaultProxy:
                 totals[fault] += count
             return totals
 
+    def refusal(
+        self, method: str, path: str, headers: http.client.HTTPMessage, body: bytes
+    ) -> tuple[int, bytes] | None:
+        """What the store answers instead of forwarding (an authentication failure S3 checks first), or None.
+        Nothing here; subclasses enforce what moto does not (tests/expiring_s3.py)."""
+        return None
+
+    def answered(self, method: str, path: str, body: bytes, status: int, data: bytes) -> bytes:
+        """The body the client gets for what moto answered (unchanged here; subclasses rewrite answers)."""
+        return data
+
     def draw(self, method: str, path: str, kind: str) -> tuple[str | None, random.Random]:
         """The fault for this request (None: forward it untouched), counted, and the request's own random
         source for the details (how long a latency, how an acknowledgement is lost)."""
@@ -178,7 +189,7 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                     headers["Content-Length"] = str(len(body))
                 connection.request(self.command, self.path, body=body, headers=headers)
                 response = connection.getresponse()
-                data = response.read()
+                data = proxy.answered(self.command, self.path, body, response.status, response.read())
                 kept = [(n, v) for n, v in response.getheaders() if n.lower() not in _HOP_BY_HOP]
                 if self.command != "HEAD":
                     kept = [(n, v) for n, v in kept if n.lower() != "content-length"]
@@ -189,6 +200,11 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
         def _handle(self) -> None:
             body = self._body()
+            refused = proxy.refusal(self.command, self.path, self.headers, body)
+            if refused is not None:
+                status, error = refused
+                self._answer(status, [("Content-Type", "application/xml"), ("Content-Length", str(len(error)))], error)
+                return
             kind = request_kind(self.command, self.path, self.headers)
             fault, draws = proxy.draw(self.command, self.path, kind)
             if fault == "reset":

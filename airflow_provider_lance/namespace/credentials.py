@@ -21,6 +21,7 @@ import lance_namespace as ln
 
 from airflow_provider_lance.namespace.s3 import install_log_redaction, s3fs_arguments
 from airflow_provider_lance.namespace.tuning import CREDENTIALS_PRUNE_AT as _PRUNE_AT
+from airflow_provider_lance.namespace.vended import refresh_point_millis
 
 PREFIX = "credential_vendor."
 #: The request context key the REST server sets to the caller's level (read, write or admin).
@@ -158,9 +159,9 @@ class CredentialVendor:
         return parse_level(f"context '{PERMISSION_CONTEXT_KEY}'", given)
 
     def vend(self, bucket: str, prefix: str, level: str) -> Vended:
-        """Credentials for ``<bucket>/<prefix>/*`` at ``level``: the cached ones while more than
-        ``refresh_fraction`` of their lifetime is left (clients are told to come back exactly then, so a
-        refresh always renews), else new ones (one AssumeRole however many callers ask at once)."""
+        """Credentials for ``<bucket>/<prefix>/*`` at ``level``: the cached ones until their refresh point
+        (:func:`~airflow_provider_lance.namespace.vended.refresh_point_millis`, the rule every holder renews by,
+        so a refresh always renews), else new ones (one AssumeRole however many callers ask at once)."""
         key = (bucket, prefix, level)
         vended = self._fresh(key)
         if vended is not None:
@@ -185,7 +186,9 @@ class CredentialVendor:
 
     def _fresh(self, key: tuple[str, str, str]) -> Vended | None:
         vended = self._cache.get(key)
-        if vended is None or self.clock() * 1000 >= vended.expires_at_millis - vended.refresh_offset_millis:
+        if vended is None or self.clock() * 1000 >= refresh_point_millis(
+            vended.expires_at_millis, vended.refresh_offset_millis
+        ):
             return None
         return vended
 
@@ -203,7 +206,10 @@ class CredentialVendor:
         except botocore.exceptions.ClientError as error:
             # the code and message of STS only: no request parameters, no keys
             code = error.response.get("Error", {}).get("Code", "")
-            message = f"Credential vending: AssumeRole of {self.config.role_arn} was refused ({code})"
+            message = (
+                f"Credential vending: AssumeRole of {self.config.role_arn} for '{bucket}/{prefix}' at level "
+                f"'{level}' was refused ({code})"
+            )
             if code in ("AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "SignatureDoesNotMatch"):
                 raise ln.PermissionDeniedError(message) from None
             raise ln.ServiceUnavailableError(message) from None

@@ -22,6 +22,7 @@ from lance_namespace import LanceNamespace
 
 from airflow_provider_lance.namespace.identifiers import VERSIONS_DIR, parse_staged_manifest_name
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
+from airflow_provider_lance.namespace.vended import VendedCredentials
 from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,7 @@ class CatalogReader:
     def __init__(self, namespace: LanceNamespace) -> None:
         self.namespace = namespace
         self._described: dict[tuple[str, ...], Any] = {}
+        self._held: dict[tuple[str, ...], VendedCredentials] = {}
         self._latest: dict[tuple[str, ...], lance.LanceDataset] = {}
 
     # ------------------------------------------------------------------ namespaces
@@ -243,12 +245,17 @@ class CatalogReader:
             self._described[key] = self.namespace.describe_table(ln.DescribeTableRequest(id=list(table_id)))
         return self._described[key]
 
-    def _storage_options(self, described: Any) -> dict[str, str] | None:
-        # The engine's own options (its credentials) under what the namespace answers for the table (vended
-        # credentials, or only the endpoint and region without vending). Used to open files, never shown.
-        config = getattr(self.namespace, "config", None)
-        options = {**(getattr(config, "storage_options", None) or {}), **(_field(described, "storage_options") or {})}
-        return options or None
+    def _credentials(self, table_id: Sequence[str]) -> VendedCredentials:
+        """The storage options to open a table's files with (used, never shown): the engine's own options (its
+        credentials) under what the namespace answers for the table (vended credentials, renewed when they
+        expire, or only the endpoint and region without vending)."""
+        key = tuple(table_id)
+        if key not in self._held:
+            config = getattr(self.namespace, "config", None)
+            answered = _field(self._describe(table_id), "storage_options")
+            base = getattr(config, "storage_options", None)
+            self._held[key] = VendedCredentials(self.namespace, table_id, answered, base=base)
+        return self._held[key]
 
     def dataset(self, table_id: Sequence[str], version: int | None = None) -> lance.LanceDataset:
         """Open a table's Lance dataset at ``version``; the latest is opened once per reader.
@@ -259,8 +266,15 @@ class CatalogReader:
         key = tuple(table_id)
         if version is None and key in self._latest:
             return self._latest[key]
-        described = self._describe(table_id)
-        dataset = lance.dataset(described.location, version=version, storage_options=self._storage_options(described))
+        location = self._describe(table_id).location
+        held = self._credentials(table_id)
+        dataset = lance.LanceDataset(
+            location,
+            version,
+            storage_options=held.options() or None,
+            namespace_client=held.namespace(location),
+            table_id=list(table_id),
+        )
         if version is None:
             self._latest[key] = dataset
         return dataset
@@ -345,7 +359,7 @@ class CatalogReader:
             rows.append(row)
         if not page_token:
             latest = max((r.version for r in rows), default=0)
-            staged = self.staged(described.location, self._storage_options(described), latest)
+            staged = self.staged(described.location, self._credentials(table_id).options(), latest)
             rows[:0] = [VersionRow(v, None, state="staged") for v in staged]
         return rows, token or None
 

@@ -239,7 +239,16 @@ class Authorizer:
             namespace_id = _id(request)
             if principal.level_on(namespace_id) is None:
                 return listing(request, namespace_id, principal.grants_below(namespace_id))
-        return self.calls.call(operation, request, *data)
+        try:
+            return self.calls.call(operation, request, *data)
+        except PermissionDeniedError as error:
+            if principal is None or operation not in VENDING_OPERATIONS:
+                raise
+            # the vendor refused (STS): say whose credentials, for which table, at which level
+            level = (request.context or {}).get(PERMISSION_CONTEXT_KEY)
+            raise PermissionDeniedError(
+                f"Principal '{principal.name}' (level '{level}' on '{format_identifier(_id(request))}'): {error}"
+            ) from None
 
     def call(self, principal: Principal | None, operation: str, request: Any, *data: Any) -> Any:
         """:meth:`admit`, then :meth:`execute`."""

@@ -286,7 +286,7 @@ def _refresh(namespace: ln.LanceNamespace, target: StagingTarget) -> dict[str, A
     vended them, with the client's properties. Other credentials (the job's own, or an in-process engine's)
     do not expire and need nothing."""
     client_properties = getattr(namespace, "client_properties", None)  # our REST client
-    if client_properties is None or "expires_at_millis" not in target.storage_options:
+    if client_properties is None or not target.credentials.expires:
         return {}
     return {"refresh_from": client_properties(), "table_id": list(target.table_id)}
 

@@ -6,7 +6,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import lance
@@ -15,6 +15,7 @@ import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace.vended import VendedCredentials
 from airflow_provider_lance.staging.entries import entries_from_json
 from airflow_provider_lance.staging.namespace import StagingNamespace, _field, table_id_key
 
@@ -35,15 +36,21 @@ class StagingTarget:
     :param table_id: the table identifier.
     :param location: the table's location (full URI) as the namespace reports it.
     :param read_version: the latest committed version, ``0`` when the table has none yet.
-    :param storage_options: storage options to write the table's files with.
+    :param credentials: the storage options to write the table's files with, renewed from the namespace when it
+        vended them (they expire).
     :param declared: ``True`` when this call declared the table.
     """
 
     table_id: list[str]
     location: str
     read_version: int
-    storage_options: dict[str, str] = field(default_factory=dict)
+    credentials: VendedCredentials
     declared: bool = False
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """The storage options to sign the next requests with (renewed first when their refresh point passed)."""
+        return self.credentials.options()
 
     @property
     def exists(self) -> bool:
@@ -54,9 +61,20 @@ class StagingTarget:
         """Return the Arrow schema of the committed version, ``None`` for a table without versions."""
         if not self.exists:
             return None
-        return lance.dataset(
-            self.location, version=self.read_version, storage_options=self.storage_options or None
-        ).schema
+        return self.dataset(self.read_version).schema
+
+    def dataset(self, version: int) -> lance.LanceDataset:
+        """Open ``version`` of the table with its storage options, renewed by pylance through the holder.
+
+        :param version: the version (a detached one too).
+        """
+        return lance.LanceDataset(
+            self.location,
+            version,
+            storage_options=self.storage_options or None,
+            namespace_client=self.credentials.namespace(self.location),
+            table_id=self.table_id,
+        )
 
 
 def latest_version(namespace: LanceNamespace, table_id: Sequence[str]) -> int:
@@ -105,7 +123,7 @@ def prepare_target(
     :param create: declare the table when it does not exist; otherwise raise ``TableNotFoundError``.
     :param create_parents: create missing parent namespaces before declaring.
     :param storage_options: storage options for the table's files, over our engine's own (when the namespace is
-        one); the options the namespace answers with win.
+        one); the options the namespace answers with win, and are renewed from it when they expire.
     """
     table_id = list(table_id)
     declared = False
@@ -125,17 +143,16 @@ def prepare_target(
     location = _field(response, "location")
     if not location:
         raise ln.InvalidInputError(f"Namespace returned no location for table id '{table_id_key(table_id)}'")
-    options: dict[str, str] = {}
+    base: dict[str, str] = {}
     if isinstance(namespace, DirectoryNamespace):
         # our engine vends no credentials by default (only endpoint, region): the writer is in its process
-        options.update(namespace.config.storage_options)
-    options.update(storage_options or {})
-    options.update(_field(response, "storage_options") or {})
+        base.update(namespace.config.storage_options)
+    base.update(storage_options or {})
     return StagingTarget(
         table_id=table_id,
         location=location,
         read_version=0 if declared else latest_version(namespace, table_id),
-        storage_options=options,
+        credentials=VendedCredentials(namespace, table_id, _field(response, "storage_options"), base=base),
         declared=declared,
     )
 
@@ -317,7 +334,7 @@ def staged_dataset(
     if version is None:
         raise ln.InvalidInputError(f"Entry of {'.'.join(parsed.id)} was staged without audit=True: nothing to read")
     target = prepare_target(namespace, parsed.id, create=False, storage_options=storage_options)
-    return lance.dataset(target.location, version=int(version), storage_options=target.storage_options or None)
+    return target.dataset(int(version))
 
 
 def _stage_operation(

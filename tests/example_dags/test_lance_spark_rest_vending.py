@@ -2,21 +2,23 @@
 ``lance_default`` of ``impl=rest`` pointing at our REST server, which vends table-scoped credentials from STS
 (moto) and holds the only storage keys.
 
-The vended credentials live two seconds here (the STS answer's expiry is set by a botocore hook on the
-server's vendor), so the Spark executors, which write the data files, must renew them from the server while
-they write. The staging job's connection (``LANCE_NAMESPACE_PROPERTIES``), the Airflow environment, every log
-(the ``spark-submit`` command line with its ``--conf`` included) and XCom carry no storage key; the tables
-are committed anyway, with data only vended credentials could have written.
+The vended credentials live two seconds here and S3 refuses them once expired (``400 ExpiredToken``: the
+server's S3 and STS are :class:`tests.expiring_s3.ExpiringS3` in front of moto, which records every request with
+the key that signed it), so the Spark executors, which write the data files, and the driver, which stages the
+versions after the executors' work, must renew them from the server: every S3 request of the run is signed by a
+credential valid at that moment. The staging job's connection (``LANCE_NAMESPACE_PROPERTIES``), the Airflow
+environment, every log (the ``spark-submit`` command line with its ``--conf`` included) and XCom carry no storage
+key; the tables are committed anyway, with data only vended credentials could have written.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import lance
 import lance_namespace as ln
@@ -27,6 +29,7 @@ from airflow_provider_lance.rest import ServerSettings
 from scripts.demo import demo_environment
 from tests.example_dags.test_lance_spark_batch_commit import EXPECTED, ROWS, airflow
 from tests.example_dags.test_lance_spark_s3 import all_logs
+from tests.expiring_s3 import ExpiringS3
 from tests.rest.servers import serve_namespace
 from tests.s3.conftest import ACCESS_KEY, SECRET_KEY, MotoServer, moto_server, s3_root  # noqa: F401
 from tests.s3.test_s3_credential_vending import make_role, vending_properties
@@ -40,24 +43,26 @@ LIFETIME = timedelta(seconds=2)
 
 
 @pytest.fixture
-def vending_server(moto_server: MotoServer, s3_root: str) -> Iterator[tuple[str, RecordingNamespace]]:  # noqa: F811
+def vending_server(
+    moto_server: MotoServer,  # noqa: F811
+    s3_root: str,  # noqa: F811
+) -> Iterator[tuple[str, RecordingNamespace, ExpiringS3]]:
     role = make_role(moto_server, f"dag-{s3_root.rsplit('-', 1)[-1]}")
-    engine = RecordingNamespace(**vending_properties(moto_server, s3_root, role, table_version_management="true"))
-
-    def short_lived(parsed: dict[str, Any], **_: Any) -> None:
-        parsed["Credentials"]["Expiration"] = datetime.now(UTC) + LIFETIME
-
-    engine.catalog.vendor.sts.meta.events.register("after-call.sts.AssumeRole", short_lived)
-    with serve_namespace(engine, ServerSettings(tokens=frozenset({TOKEN}), vend_credentials=True)) as url:
-        yield url, engine
+    with ExpiringS3(moto_server.endpoint, LIFETIME) as expiring:
+        through_proxy = MotoServer(expiring.endpoint, moto_server.pid)
+        # renewed with 1.6 s left (refresh_fraction 0.4 and the clock-skew allowance): margin for a loaded machine
+        properties = vending_properties(through_proxy, s3_root, role, table_version_management="true")
+        engine = RecordingNamespace(**properties, **{"credential_vendor.refresh_fraction": "0.4"})
+        with serve_namespace(engine, ServerSettings(tokens=frozenset({TOKEN}), vend_credentials=True)) as url:
+            yield url, engine, expiring
 
 
 def test_spark_staging_through_rest_with_vended_credentials_only(
     tmp_path: Path,
-    vending_server: tuple[str, RecordingNamespace],
+    vending_server: tuple[str, RecordingNamespace, ExpiringS3],
     moto_server: MotoServer,  # noqa: F811
 ) -> None:
-    url, engine = vending_server
+    url, engine, expiring = vending_server
     home, work = tmp_path / "airflow", tmp_path / "staging"
     home.mkdir()
     work.mkdir()
@@ -78,7 +83,9 @@ def test_spark_staging_through_rest_with_vended_credentials_only(
     assert ACCESS_KEY not in inputs and SECRET_KEY not in inputs
 
     airflow(env, "db", "migrate")
+    since = time.time()
     done = airflow(env, "dags", "test", DAG_ID, "-c", json.dumps({"rows": ROWS}))
+    run_seconds = time.time() - since
 
     for table, rows in EXPECTED.items():
         table_id = table.split(".")
@@ -89,6 +96,17 @@ def test_spark_staging_through_rest_with_vended_credentials_only(
     # the executors asked for new credentials of the batch's tables while writing (pylance's refresh)
     refreshed = {tuple(table_id) for table_id, asked in engine.described if asked is True}
     assert refreshed & {tuple(table.split(".")) for table in EXPECTED}, engine.described
+    # every S3 request of the run (executors, driver, server) was signed by a credential valid when it arrived,
+    # over a run that outlived many of them; the data files and the staged manifests with vended keys
+    assert run_seconds > 5 * LIFETIME.total_seconds()
+    assert expiring.expired(since) == []
+    assert len(expiring.vended_keys(since)) >= 5
+    signed = [r for r in expiring.signed if r.at >= since and r.method == "PUT"]
+    data = [r for r in signed if ".lance/data/" in r.path or ".manifest-" in r.path]  # not __manifest's own
+    assert any(".manifest-" in r.path for r in data) and all(r.expires_at is not None for r in data)
+    # the driver staged after the first credentials it was handed had expired (the case that failed before)
+    first_expiry = min(r.expires_at for r in expiring.signed if r.at >= since and r.expires_at is not None)
+    assert max(r.at for r in data if ".manifest-" in r.path) > first_expiry
 
     outputs = done.stdout + done.stderr + all_logs(env)
     assert "spark-submit" in outputs.lower()  # the command line (with its --conf) is in the logs checked

@@ -22,6 +22,7 @@ import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.credentials import CredentialVendor, iam_escape
+from airflow_provider_lance.namespace.vended import refresh_point_millis
 from tests.iam_policy import allows
 from tests.s3.conftest import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, MotoServer
 
@@ -176,9 +177,12 @@ def test_cache_renews_at_the_refresh_fraction_and_never_hands_out_an_expired_cre
     _describe(vending, ["t"], "write", vend_credentials=True)  # another level: its own credential
     _describe(vending, ["u"], vend_credentials=True)  # another table too
     assert vendor.assume_role_calls == calls + 3
-    now[0] = (expires - offset) / 1000 - 0.001  # just before the renewal point: still cached
+    # the renewal point every holder uses (vended.py): the offset and a clock-skew allowance (5 s here) before expiry
+    renewal = refresh_point_millis(expires, offset)
+    assert renewal == expires - offset - 5_000
+    now[0] = renewal / 1000 - 0.001  # just before the renewal point: still cached
     assert _describe(vending, ["t"], vend_credentials=True) == first
-    now[0] = (expires - offset) / 1000  # a client refreshing exactly when told gets a new one
+    now[0] = renewal / 1000  # a client refreshing at the renewal point gets a new one
     renewed = _describe(vending, ["t"], vend_credentials=True)
     assert renewed["aws_access_key_id"] != first["aws_access_key_id"]
     assert vendor.assume_role_calls == calls + 4
