@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import inspect
 import re
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
@@ -53,6 +55,50 @@ from lance_namespace import (
 ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
 #: What ``impl=rest`` builds: pylance's ``RestNamespace`` plus the operations it lacks (the batch commits).
 REST_IMPL = "airflow_provider_lance.rest.client.RestNamespace"
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """An implementation the provider knows by name.
+
+    :param class_path: The class it builds.
+    :param prefix: The connection-extra prefix of its properties (the Lance tool guideline: ``dir.root``,
+        ``rest.uri``).
+    :param own: One of the provider's classes: built directly (an ImportError says what is missing, never a
+        fall-back to another engine) and called without :class:`AdaptedNamespace`.
+    """
+
+    class_path: str
+    prefix: str
+    own: bool = False
+
+
+_ENGINE = Implementation(ENGINE_IMPL, "dir.", own=True)
+_REST = Implementation(REST_IMPL, "rest.", own=True)
+#: The one registry of implementation names: the hook, the REST server, the Spark job and the page all build
+#: through :func:`connect`. Other names go to ``lance_namespace.connect`` (lance-namespace-impls' short names).
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    "": _ENGINE,
+    "auto": _ENGINE,
+    ENGINE_IMPL: _ENGINE,
+    "rest": _REST,
+    REST_IMPL: _REST,
+    "dir": Implementation("lance.namespace.DirectoryNamespace", "dir."),
+    "lance.namespace.DirectoryNamespace": Implementation("lance.namespace.DirectoryNamespace", "dir."),
+    "lance.namespace.RestNamespace": Implementation("lance.namespace.RestNamespace", "rest."),
+    "glue": Implementation("lance_namespace_impls.glue.GlueNamespace", "glue."),
+    "lance_namespace_impls.glue.GlueNamespace": Implementation("lance_namespace_impls.glue.GlueNamespace", "glue."),
+}
+
+
+def property_prefix(impl: str | None) -> str | None:
+    """The connection-extra prefix of ``impl``'s properties (``dir.`` for a directory catalog), None if unknown.
+
+    :param impl: An implementation name or class path.
+    """
+    known = IMPLEMENTATIONS.get(impl or "")
+    return known.prefix if known else None
+
 
 _MAPPING_NAMES = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
 
@@ -100,27 +146,24 @@ def connect(impl: str | None, properties: dict[str, str]) -> LanceNamespace:
     """
     Build a namespace implementation from its name and properties (strings).
 
-    :param impl: Empty or :data:`ENGINE_IMPL` for the provider's engine; ``rest`` for a REST server (the
-        provider's client); ``dir`` for pylance's ``DirectoryNamespace``; a short name lance-namespace-impls
+    :param impl: Empty, ``auto`` or :data:`ENGINE_IMPL` for the provider's engine; ``rest`` for a REST server
+        (the provider's client); ``dir`` for pylance's ``DirectoryNamespace``; a short name lance-namespace-impls
         registers (``glue``, ``hive2``, ``hive3``, ``iceberg``, ``polaris``, ``unity``; the ``glue`` extra
         installs it); or a full class path.
     :param properties: The implementation's properties.
     :return: The provider's engine or REST client, or any other implementation wrapped in
         :class:`AdaptedNamespace` (what pylance, the page and the hook then call behaves the same way).
+    :raises ImportError: When the provider's engine or client cannot be imported (never another engine instead).
     """
-    if not impl or impl == ENGINE_IMPL:
-        from airflow_provider_lance.namespace import DirectoryNamespace
-
-        return DirectoryNamespace(**properties)
-    if impl in ("rest", REST_IMPL):
-        from airflow_provider_lance.rest.client import RestNamespace
-
-        return RestNamespace(**properties)
+    known = IMPLEMENTATIONS.get(impl or "")
+    if known is not None and known.own:
+        module, _, name = known.class_path.rpartition(".")
+        return getattr(importlib.import_module(module), name)(**properties)
     import lance_namespace
 
     with contextlib.suppress(ImportError):  # registers its short names when installed
         import lance_namespace_impls  # noqa: F401
-    return AdaptedNamespace(lance_namespace.connect(impl, properties))
+    return AdaptedNamespace(lance_namespace.connect(known.class_path if known else str(impl), properties))
 
 
 class OperationNotImplemented(UnsupportedOperationError):

@@ -8,7 +8,7 @@ from typing import Any
 from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.hooks.calls import response_field
-from airflow_provider_lance.hooks.connection import ENGINE_IMPL
+from airflow_provider_lance.implementations import property_prefix
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
 
 #: Version metadata naming the Airflow DAG run (``<dag_id>/<run_id>``) that staged and committed a version.
@@ -77,7 +77,7 @@ class LanceCatalogMixin:
         try:
             impl, props = self.get_namespace_config()
             problem = None
-            if impl in (ENGINE_IMPL, "dir") and props.get("root"):
+            if property_prefix(impl) == "dir." and props.get("root"):
                 storage = {k.removeprefix("storage."): v for k, v in props.items() if k.startswith("storage.")}
                 problem = Storage(normalize_root(props["root"]), storage).check_root()
             elif hasattr(self.namespace, "readiness_problem"):  # a REST server: its readiness route says

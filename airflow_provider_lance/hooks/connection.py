@@ -8,21 +8,9 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowException
 
-from airflow_provider_lance.implementations import ENGINE_IMPL, REST_IMPL
+from airflow_provider_lance.implementations import ENGINE_IMPL, IMPLEMENTATIONS, property_prefix
 
-#: The implementation-key prefix of each implementation (the Lance tool guideline): with the directory
-#: namespace ``dir.root`` means ``root``, with ``rest`` ``rest.uri`` means ``uri``.
-_IMPL_PREFIXES = {
-    ENGINE_IMPL: "dir.",
-    "dir": "dir.",
-    "lance.namespace.DirectoryNamespace": "dir.",
-    "rest": "rest.",
-    "lance.namespace.RestNamespace": "rest.",
-    REST_IMPL: "rest.",
-    "glue": "glue.",
-    "lance_namespace_impls.glue.GlueNamespace": "glue.",
-}
-_ALL_PREFIXES = frozenset(_IMPL_PREFIXES.values())
+_ALL_PREFIXES = frozenset(known.prefix for known in IMPLEMENTATIONS.values())
 
 _SECRET_MARKERS = (
     "secret",
@@ -88,7 +76,7 @@ def _plain_keys(extra: dict[str, Any], impl: str) -> dict[str, Any]:
     :param extra: The connection extra (without ``impl``).
     :param impl: The implementation name.
     """
-    own = _IMPL_PREFIXES.get(impl)
+    own = property_prefix(impl)
     plain: dict[str, Any] = {}
     prefixed: dict[str, Any] = {}
     for key, value in extra.items():
@@ -123,7 +111,7 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
     properties: dict[str, str] = {}
     root = extra.pop("root", None) or extra.pop("uri", None) or conn.host
     if root:
-        properties["uri" if _IMPL_PREFIXES.get(impl) == "rest." else "root"] = str(root)
+        properties["uri" if property_prefix(impl) == "rest." else "root"] = str(root)
 
     for key, value in _storage_options(extra, conn.conn_id).items():
         if value is None:
@@ -133,7 +121,7 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
         if is_secret_key(str(key)):
             remember_secret(properties[prop])
 
-    if _IMPL_PREFIXES.get(impl) == "rest.":
+    if property_prefix(impl) == "rest.":
         # a REST server: the password is its bearer token (header.* properties become HTTP headers)
         if conn.password:
             properties["header.Authorization"] = f"Bearer {conn.password}"

@@ -29,7 +29,7 @@ from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import Process
 
-from airflow_provider_lance.implementations import ENGINE_IMPL, connect
+from airflow_provider_lance.implementations import connect, property_prefix
 from airflow_provider_lance.rest.app import ServerSettings, create_app
 from airflow_provider_lance.rest.principals import PrincipalStore
 
@@ -95,7 +95,7 @@ def _properties(args: argparse.Namespace) -> dict[str, str]:
         properties[key] = value
     if args.root:
         properties["root"] = args.root
-    if "root" not in properties and args.impl in ("", "dir", ENGINE_IMPL):
+    if "root" not in properties and property_prefix(args.impl) == "dir.":
         raise SystemExit("lance-namespace-server needs --root (or a 'root' property)")
     return properties
 
