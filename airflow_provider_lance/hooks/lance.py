@@ -107,8 +107,12 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
             from airflow.providers.common.compat.sdk import mask_secret
 
             mask_secret(text)
-        except Exception:  # pragma: no cover - masking is best effort
-            pass
+        except Exception as error:  # the value itself stays out of the log line
+            self.log.warning(
+                "Connection %r: a secret could not be masked in task logs (%s); it may appear in them unmasked",
+                self.lance_conn_id,
+                type(error).__name__,
+            )
 
     def redact(self, message: object) -> str:
         """Return ``message`` as text with every known secret of this connection replaced."""
