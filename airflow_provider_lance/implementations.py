@@ -28,7 +28,7 @@ import importlib
 import inspect
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,6 +164,23 @@ def connect(impl: str | None, properties: dict[str, str]) -> LanceNamespace:
     with contextlib.suppress(ImportError):  # registers its short names when installed
         import lance_namespace_impls  # noqa: F401
     return AdaptedNamespace(lance_namespace.connect(known.class_path if known else str(impl), properties))
+
+
+def pages(call: Callable[[Any], Any], request: Any) -> Iterator[Any]:
+    """
+    Every response of a paged list operation: ``call(request)``, then again with each new page token, until a
+    response has none or repeats the one asked with (a server that would send the same page forever).
+
+    :param call: Calls the list operation (its response a model or, from pylance at times, a dict).
+    :param request: The first page's request model.
+    """
+    while True:
+        response = call(request)
+        yield response
+        token = response.get("page_token") if isinstance(response, dict) else response.page_token
+        if not token or token == request.page_token:
+            return
+        request = request.model_copy(update={"page_token": token})
 
 
 class OperationNotImplemented(UnsupportedOperationError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -10,9 +11,8 @@ from airflow.providers.common.compat.sdk import AirflowException
 from airflow_provider_lance.hooks.calls import response_field
 from airflow_provider_lance.implementations import property_prefix
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
-
-#: Version metadata naming the Airflow DAG run (``<dag_id>/<run_id>``) that staged and committed a version.
-RUN_ID_METADATA = "airflow_run_id"
+from airflow_provider_lance.staging.runs import run_versions
+from airflow_provider_lance.utils.identifiers import parse_identifier
 
 
 class LanceCatalogMixin:
@@ -64,10 +64,8 @@ class LanceCatalogMixin:
         :param table_id: Table identifier.
         :param run_id: The DAG run identity recorded as ``airflow_run_id`` metadata.
         """
-        for version in self.list_table_versions(table_id, descending=True):
-            if (response_field(version, "metadata") or {}).get(RUN_ID_METADATA) == run_id:
-                return version
-        return None
+        list_versions = functools.partial(self._call, "list_table_versions")
+        return next(run_versions(list_versions, parse_identifier(table_id), run_id), None)
 
     def test_connection(self) -> tuple[bool, str]:
         """
