@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_lance.utils.identifiers import parse_identifier
+from airflow_provider_lance.utils.identifiers import parse_table_identifier
 from airflow_provider_lance.utils.openlineage import catalog_uri, openlineage_location, table_uri
 
 if TYPE_CHECKING:
@@ -31,13 +31,6 @@ if TYPE_CHECKING:
 LOCAL_HOST = "localhost"
 
 
-def _table_parts(table_id: str | Sequence[str]) -> list[str]:
-    parts = parse_identifier(table_id)
-    if not parts:
-        raise ValueError("A Lance asset needs a table identifier")
-    return parts
-
-
 def lance_asset_uri(root: str, table_id: str | Sequence[str]) -> str:
     """
     Return the ``lance://`` URI of a table of the namespace rooted at ``root``.
@@ -45,7 +38,7 @@ def lance_asset_uri(root: str, table_id: str | Sequence[str]) -> str:
     :param root: Namespace root: a local path or a URI such as ``s3://bucket/prefix``.
     :param table_id: Table identifier (dotted string or list of parts).
     """
-    quoted_table = urllib.parse.quote(".".join(_table_parts(table_id)), safe=".$-_")
+    quoted_table = urllib.parse.quote(".".join(parse_table_identifier(table_id)), safe=".$-_")
     scheme, _, rest = catalog_uri(root).partition("://")
     netloc, _, path = rest.partition("/")
     query = "" if scheme == "file" else "?" + urllib.parse.urlencode({"storage": scheme})
@@ -101,7 +94,7 @@ def split_asset_uri(uri: str) -> tuple[str, list[str]]:
     else:
         netloc = "" if parsed.netloc == LOCAL_HOST else parsed.netloc
         root = f"file://{netloc}{root_path or '/'}"
-    return root, _table_parts(urllib.parse.unquote(table))
+    return root, parse_table_identifier(urllib.parse.unquote(table))
 
 
 def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> OpenLineageDataset:

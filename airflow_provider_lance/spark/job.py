@@ -154,8 +154,9 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
 
     from airflow_provider_lance.implementations import connect
     from airflow_provider_lance.namespace.s3 import s3fs_arguments
-    from airflow_provider_lance.spark.staging import parse_table_id, stage_dataframes
+    from airflow_provider_lance.spark.staging import stage_dataframes
     from airflow_provider_lance.staging import RUN_ID_METADATA, committed_by_run, committed_entry, write_entries
+    from airflow_provider_lance.utils.identifiers import parse_table_identifier
 
     args = build_parser().parse_args(argv)
     properties = namespace_properties(args)
@@ -166,7 +167,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = spark or SparkSession.builder.appName("lance-spark-staging").getOrCreate()
     frames, committed = [], []
     for table, spec in args.tables:
-        table_id = parse_table_id(table)
+        table_id = parse_table_identifier(table)
         done = committed_by_run(namespace, table_id, args.run_id) if args.run_id else None
         if done is not None:
             log.info(
