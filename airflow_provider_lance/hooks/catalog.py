@@ -10,6 +10,7 @@ from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.hooks.calls import response_field
 from airflow_provider_lance.implementations import property_prefix
+from airflow_provider_lance.namespace.identifiers import parse_bool
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
 from airflow_provider_lance.staging.runs import run_versions
 from airflow_provider_lance.utils.identifiers import parse_identifier
@@ -48,7 +49,8 @@ class LanceCatalogMixin:
         if not isinstance(namespace, DirectoryNamespace):
             _, props = self.get_namespace_config()
             tvm = props.get("table_version_management")
-            return {"layout": "unknown", "table_version_management": None if tvm is None else tvm == "true"}
+            managed = None if tvm is None else parse_bool("table_version_management", tvm, False)
+            return {"layout": "unknown", "table_version_management": managed}
         config = namespace.config
         if config.manifest_enabled and config.dir_listing_enabled:
             layout = "V1+V2 compat"

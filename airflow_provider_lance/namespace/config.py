@@ -13,6 +13,7 @@ import lance_namespace as ln
 
 from airflow_provider_lance.namespace import credentials
 from airflow_provider_lance.namespace.credentials import VendorConfig
+from airflow_provider_lance.namespace.identifiers import parse_bool
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 from airflow_provider_lance.namespace.storage import normalize_root
 from airflow_provider_lance.namespace.tuning import ROWS_OBJECT_MAX_ROWS
@@ -22,17 +23,6 @@ STORAGE_PREFIX = "storage."
 # Properties the reference reads but that change nothing in this engine; accepted so that one property map
 # can configure either implementation.
 _ACCEPTED_REFERENCE_PROPERTIES = frozenset({"dir_listing_to_manifest_migration_enabled", "inline_optimization_enabled"})
-
-
-def parse_bool(name: str, value: Any, default: bool) -> bool:
-    """Parse a boolean property: a bool, or the strings ``true``/``false`` in any case."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ln.InvalidInputError(f"Invalid property '{name}': expected 'true' or 'false', got {value!r}")
 
 
 def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:
