@@ -11,6 +11,7 @@ the port it really listens on (``--port 0``: an ephemeral one) once it accepts c
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import ipaddress
 import json
@@ -148,8 +149,9 @@ def build_app() -> Starlette:
     files = (config["principals_file"], config["token_file"])
     store = PrincipalStore(*files) if any(files) else None
     # every worker re-reads the principals on SIGHUP (the supervisor of several workers passes it on); without
-    # them SIGHUP changes nothing (its default action would end the worker and drop its requests)
-    signal.signal(signal.SIGHUP, lambda *_: store.reload() if store is not None else None)
+    # them SIGHUP changes nothing (its default action would end the worker and drop its requests), and says so
+    no_principals = functools.partial(log.info, "SIGHUP: no principals file to re-read, nothing changed")
+    signal.signal(signal.SIGHUP, lambda *_: store.reload() if store is not None else no_principals())
     settings = ServerSettings(
         principals=store,
         max_body_bytes=config["max_body_bytes"],

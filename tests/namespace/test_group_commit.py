@@ -19,7 +19,7 @@ import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace, fragments
-from airflow_provider_lance.namespace.manifest import DuplicateObjectError, ManifestTable
+from airflow_provider_lance.namespace.manifest import ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, ManifestRow
 from airflow_provider_lance.namespace.writers_turn import GroupCommit, MachineTurn
 from tests.namespace.helpers_versions import (
@@ -377,12 +377,6 @@ def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
         taker.join(WAIT)
         assert passed.is_set()  # went ahead while the other process still holds the turn
         assert holder.is_alive() and not release.is_set()
-
-
-def test_duplicate_error_is_the_group_commit_one() -> None:
-    from airflow_provider_lance.namespace import group_commit
-
-    assert DuplicateObjectError is group_commit.DuplicateObjectError
 
 
 def test_declare_tables_answers_each_request_and_commits_once(tmp_path: Path) -> None:

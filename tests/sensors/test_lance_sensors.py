@@ -32,9 +32,18 @@ def ctx(store=None):
     return context
 
 
-def test_template_fields():
-    assert LanceTableExistenceSensor.template_fields == ("table_id", "lance_conn_id")
-    assert {"table_id", "version", "min_version", "lance_conn_id"} <= set(LanceTableVersionSensor.template_fields)
+def test_templated_fields_are_rendered():
+    """The fields a DAG author templates (table, versions, connection) are rendered, on both sensors."""
+    context = {"params": {"t": "ns.t", "v": 3, "c": "lance_x"}}
+    sensors = [
+        LanceTableExistenceSensor(task_id="e", table_id="{{ params.t }}", lance_conn_id="{{ params.c }}"),
+        LanceTableVersionSensor(task_id="v", table_id="{{ params.t }}", version="{{ params.v }}"),
+        LanceTableVersionSensor(task_id="m", table_id="{{ params.t }}", min_version="{{ params.v }}"),
+    ]
+    for sensor in sensors:
+        sensor.render_template_fields(context)
+    assert [sensor.table_id for sensor in sensors] == ["ns.t"] * 3
+    assert (sensors[0].lance_conn_id, sensors[1].version, sensors[2].min_version) == ("lance_x", "3", "3")
 
 
 def test_existence_poke(hook):
