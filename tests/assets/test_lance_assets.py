@@ -112,7 +112,6 @@ def test_provider_info_points_at_the_functions():
 
 
 def test_convert_to_openlineage():
-    pytest.importorskip("openlineage.client")
     ds = convert_asset_to_openlineage(create_asset(root="s3://b/w", table_id="n.t"), None)
     assert (ds.namespace, ds.name) == ("s3://b", "w/n.t")
     ds = convert_asset_to_openlineage(create_asset(root="/data/has#x", table_id="n.t"), None)

@@ -17,8 +17,6 @@ from airflow_provider_lance.utils.openlineage import openlineage_location
 from tests.airflow_helpers import stage_append, write_table
 from tests.operators.context import make_context
 
-pytest.importorskip("airflow.providers.openlineage")
-
 
 def _facets(lineage) -> dict[str, dict]:
     """``{table path: {facet name: facet}}`` of the lineage's outputs."""
