@@ -9,19 +9,9 @@ from typing import Any
 from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.implementations import ENGINE_IMPL, IMPLEMENTATIONS, property_prefix
+from airflow_provider_lance.namespace.config import names_a_secret
 
 _ALL_PREFIXES = frozenset(known.prefix for known in IMPLEMENTATIONS.values())
-
-_SECRET_MARKERS = (
-    "secret",
-    "password",
-    "token",
-    "credential",
-    "private",
-    "sas_key",
-    "account_key",
-    "session",
-)
 
 
 def _property_value(value: Any) -> str:
@@ -35,16 +25,6 @@ def _property_value(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)
     return str(value)
-
-
-def is_secret_key(key: str) -> bool:
-    """
-    Return whether a property or storage option name holds a secret.
-
-    :param key: The name.
-    """
-    lowered = key.lower()
-    return any(marker in lowered for marker in _SECRET_MARKERS)
 
 
 def _storage_options(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:
@@ -118,7 +98,7 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
             continue
         prop = key if str(key).startswith("storage.") else f"storage.{key}"
         properties[prop] = _property_value(value)
-        if is_secret_key(str(key)):
+        if names_a_secret(str(key)):
             remember_secret(properties[prop])
 
     if property_prefix(impl) == "rest.":
@@ -138,6 +118,6 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
         if value is None or key.startswith("extra__"):
             continue
         properties[str(key)] = _property_value(value)
-        if is_secret_key(str(key)):
+        if names_a_secret(str(key)):
             remember_secret(properties[str(key)])
     return impl, properties

@@ -19,6 +19,16 @@ from airflow_provider_lance.namespace.storage import normalize_root
 from airflow_provider_lance.namespace.tuning import ROWS_OBJECT_MAX_ROWS
 
 STORAGE_PREFIX = "storage."
+# Words that make a property or storage option name a credential's, whatever the store or client (S3 session
+# tokens, SAS tokens and account keys, bearer tokens).
+_SECRET_WORDS = ("secret", "password", "token", "credential", "session", "sas", "account_key", "private")
+
+
+def names_a_secret(name: str) -> bool:
+    """Whether a property or storage option ``name`` says that it holds a credential (the hook masks such values,
+    the REST server leaves them out of responses)."""
+    return any(word in name.lower() for word in _SECRET_WORDS)
+
 
 # Properties the reference reads but that change nothing in this engine; accepted so that one property map
 # can configure either implementation.
