@@ -29,8 +29,7 @@ import inspect
 import re
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pydantic
 from lance_namespace import (
@@ -57,37 +56,30 @@ ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
 REST_IMPL = "airflow_provider_lance.rest.client.RestNamespace"
 
 
-@dataclass(frozen=True)
-class Implementation:
-    """An implementation the provider knows by name.
-
-    :param class_path: The class it builds.
-    :param prefix: The connection-extra prefix of its properties (the Lance tool guideline: ``dir.root``,
-        ``rest.uri``).
-    :param own: One of the provider's classes: built directly (an ImportError says what is missing, never a
-        fall-back to another engine) and called without :class:`AdaptedNamespace`.
-    """
+class Implementation(NamedTuple):
+    """A class the provider knows by name, the connection-extra prefix of its properties (``dir.root``,
+    ``rest.uri``: the Lance tool guideline), and whether it is the provider's own (built directly, so an
+    ImportError says what is missing, never a fall-back to another engine; called without an adapter)."""
 
     class_path: str
     prefix: str
     own: bool = False
 
 
-_ENGINE = Implementation(ENGINE_IMPL, "dir.", own=True)
-_REST = Implementation(REST_IMPL, "rest.", own=True)
+_DIR, _PYLANCE_REST = "lance.namespace.DirectoryNamespace", "lance.namespace.RestNamespace"
+_GLUE = "lance_namespace_impls.glue.GlueNamespace"
 #: The one registry of implementation names: the hook, the REST server, the Spark job and the page all build
 #: through :func:`connect`. Other names go to ``lance_namespace.connect`` (lance-namespace-impls' short names).
 IMPLEMENTATIONS: dict[str, Implementation] = {
-    "": _ENGINE,
-    "auto": _ENGINE,
-    ENGINE_IMPL: _ENGINE,
-    "rest": _REST,
-    REST_IMPL: _REST,
-    "dir": Implementation("lance.namespace.DirectoryNamespace", "dir."),
-    "lance.namespace.DirectoryNamespace": Implementation("lance.namespace.DirectoryNamespace", "dir."),
-    "lance.namespace.RestNamespace": Implementation("lance.namespace.RestNamespace", "rest."),
-    "glue": Implementation("lance_namespace_impls.glue.GlueNamespace", "glue."),
-    "lance_namespace_impls.glue.GlueNamespace": Implementation("lance_namespace_impls.glue.GlueNamespace", "glue."),
+    name: known
+    for names, known in (
+        (("", "auto", ENGINE_IMPL), Implementation(ENGINE_IMPL, "dir.", own=True)),
+        (("rest", REST_IMPL), Implementation(REST_IMPL, "rest.", own=True)),
+        (("dir", _DIR), Implementation(_DIR, "dir.")),
+        ((_PYLANCE_REST,), Implementation(_PYLANCE_REST, "rest.")),
+        (("glue", _GLUE), Implementation(_GLUE, "glue.")),
+    )
+    for name in names
 }
 
 
