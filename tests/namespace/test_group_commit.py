@@ -287,6 +287,7 @@ def _declare_from_threads(root: str, names: list[str]) -> list[tuple[str, str]]:
         return list(pool.map(one, names))
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_threads_in_several_processes_one_winner_per_id_nothing_lost(tmp_path: Path) -> None:
     ns = DirectoryNamespace(root=str(tmp_path))
     ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
@@ -334,6 +335,7 @@ def _another_process_holds(key: str) -> Iterator[tuple[Any, Any]]:
         holder.join(WAIT)
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
     key = f"test {tmp_path}"
     with _another_process_holds(key) as (_, release):
@@ -357,6 +359,7 @@ def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
                 assert again is False
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,6 +16,8 @@ from airflow_provider_lance.rest.client import RestNamespace
 from tests.rest.servers import ServerProcess
 from tests.s3.conftest import moto_server, s3_props, s3_root  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 CLIENTS, OWN_TABLES, CONTESTED = 8, 6, 4
 
 
