@@ -41,9 +41,12 @@ def lance_asset_uri(root: str, table_id: str | Sequence[str]) -> str:
     quoted_table = urllib.parse.quote(".".join(parse_table_identifier(table_id)), safe=".$-_")
     scheme, _, rest = catalog_uri(root).partition("://")
     netloc, _, path = rest.partition("/")
-    query = "" if scheme == "file" else "?" + urllib.parse.urlencode({"storage": scheme})
+    if scheme == "file":
+        netloc, query = netloc or LOCAL_HOST, ""
+    else:
+        query = "?" + urllib.parse.urlencode({"storage": scheme})
     path = f"/{path}" if path else ""
-    return f"lance://{netloc or LOCAL_HOST}{path}/{quoted_table}{query}"
+    return f"lance://{netloc}{path}/{quoted_table}{query}"
 
 
 def create_asset(
