@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import graphlib
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,9 @@ def _module_name(path: Path) -> str:
 FILES = {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
 
 
-def _imports(path: Path) -> set[str]:
-    """The package modules ``path`` imports (``from package import module`` names the module)."""
+def imports_of(path: Path, modules: Collection[str]) -> set[str]:
+    """Every module ``path`` imports (``from package import module`` names the module when it is one of
+    ``modules``); the engine's layout test uses it too."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -39,11 +41,13 @@ def _imports(path: Path) -> set[str]:
             assert node.level == 0, f"{path}: relative import"
             for alias in node.names:
                 submodule = f"{node.module}.{alias.name}"
-                found.add(submodule if submodule in FILES else str(node.module))
-    return {name for name in found if name in FILES}
+                found.add(submodule if submodule in modules else str(node.module))
+    return found
 
 
-IMPORTS = {name: _imports(path) - {name} for name, path in FILES.items()}
+IMPORTS = {
+    name: {found for found in imports_of(path, FILES) if found in FILES} - {name} for name, path in FILES.items()
+}
 
 
 def _places() -> dict[str, str]:
