@@ -4,7 +4,7 @@ VENV := .venv
 export UV_COMPILE_BYTECODE := 1
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: venv test demo bench lint clean node-clients
+.PHONY: venv test test-fast demo bench lint clean node-clients
 
 $(VENV)/.installed: pyproject.toml uv.lock
 	$(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -15,6 +15,10 @@ venv: $(VENV)/.installed
 
 test: venv node-clients
 	$(VENV)/bin/pytest -n 2  # both cores: most tests wait on servers, Spark and Airflow processes
+
+# The inner loop: the unit tier (no moto, Spark, Airflow processes, browser or other clients; tests/conftest.py).
+test-fast: venv
+	$(VENV)/bin/pytest -n 2 -m unit
 
 # The Node client tests (tests/clients/test_node.py): Debian's nodejs and npm, then the locked packages (again
 # only when the lock file changes: npm ci writes node_modules/.package-lock.json).

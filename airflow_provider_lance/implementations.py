@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import inspect
 import re
 import typing
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 import pydantic
 from lance_namespace import (
@@ -53,6 +54,43 @@ from lance_namespace import (
 ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
 #: What ``impl=rest`` builds: pylance's ``RestNamespace`` plus the operations it lacks (the batch commits).
 REST_IMPL = "airflow_provider_lance.rest.client.RestNamespace"
+
+
+class Implementation(NamedTuple):
+    """A class the provider knows by name, the connection-extra prefix of its properties (``dir.root``,
+    ``rest.uri``: the Lance tool guideline), and whether it is the provider's own (built directly, so an
+    ImportError says what is missing, never a fall-back to another engine; called without an adapter)."""
+
+    class_path: str
+    prefix: str
+    own: bool = False
+
+
+_DIR, _PYLANCE_REST = "lance.namespace.DirectoryNamespace", "lance.namespace.RestNamespace"
+_GLUE = "lance_namespace_impls.glue.GlueNamespace"
+#: The one registry of implementation names: the hook, the REST server, the Spark job and the page all build
+#: through :func:`connect`. Other names go to ``lance_namespace.connect`` (lance-namespace-impls' short names).
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    name: known
+    for names, known in (
+        (("", "auto", ENGINE_IMPL), Implementation(ENGINE_IMPL, "dir.", own=True)),
+        (("rest", REST_IMPL), Implementation(REST_IMPL, "rest.", own=True)),
+        (("dir", _DIR), Implementation(_DIR, "dir.")),
+        ((_PYLANCE_REST,), Implementation(_PYLANCE_REST, "rest.")),
+        (("glue", _GLUE), Implementation(_GLUE, "glue.")),
+    )
+    for name in names
+}
+
+
+def property_prefix(impl: str | None) -> str | None:
+    """The connection-extra prefix of ``impl``'s properties (``dir.`` for a directory catalog), None if unknown.
+
+    :param impl: An implementation name or class path.
+    """
+    known = IMPLEMENTATIONS.get(impl or "")
+    return known.prefix if known else None
+
 
 _MAPPING_NAMES = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
 
@@ -100,27 +138,41 @@ def connect(impl: str | None, properties: dict[str, str]) -> LanceNamespace:
     """
     Build a namespace implementation from its name and properties (strings).
 
-    :param impl: Empty or :data:`ENGINE_IMPL` for the provider's engine; ``rest`` for a REST server (the
-        provider's client); ``dir`` for pylance's ``DirectoryNamespace``; a short name lance-namespace-impls
+    :param impl: Empty, ``auto`` or :data:`ENGINE_IMPL` for the provider's engine; ``rest`` for a REST server
+        (the provider's client); ``dir`` for pylance's ``DirectoryNamespace``; a short name lance-namespace-impls
         registers (``glue``, ``hive2``, ``hive3``, ``iceberg``, ``polaris``, ``unity``; the ``glue`` extra
         installs it); or a full class path.
     :param properties: The implementation's properties.
     :return: The provider's engine or REST client, or any other implementation wrapped in
         :class:`AdaptedNamespace` (what pylance, the page and the hook then call behaves the same way).
+    :raises ImportError: When the provider's engine or client cannot be imported (never another engine instead).
     """
-    if not impl or impl == ENGINE_IMPL:
-        from airflow_provider_lance.namespace import DirectoryNamespace
-
-        return DirectoryNamespace(**properties)
-    if impl in ("rest", REST_IMPL):
-        from airflow_provider_lance.rest.client import RestNamespace
-
-        return RestNamespace(**properties)
+    known = IMPLEMENTATIONS.get(impl or "")
+    if known is not None and known.own:
+        module, _, name = known.class_path.rpartition(".")
+        return getattr(importlib.import_module(module), name)(**properties)
     import lance_namespace
 
     with contextlib.suppress(ImportError):  # registers its short names when installed
         import lance_namespace_impls  # noqa: F401
-    return AdaptedNamespace(lance_namespace.connect(impl, properties))
+    return AdaptedNamespace(lance_namespace.connect(known.class_path if known else str(impl), properties))
+
+
+def pages(call: Callable[[Any], Any], request: Any) -> Iterator[Any]:
+    """
+    Every response of a paged list operation: ``call(request)``, then again with each new page token, until a
+    response has none or repeats the one asked with (a server that would send the same page forever).
+
+    :param call: Calls the list operation (its response a model or, from pylance at times, a dict).
+    :param request: The first page's request model.
+    """
+    while True:
+        response = call(request)
+        yield response
+        token = response.get("page_token") if isinstance(response, dict) else response.page_token
+        if not token or token == request.page_token:
+            return
+        request = request.model_copy(update={"page_token": token})
 
 
 class OperationNotImplemented(UnsupportedOperationError):

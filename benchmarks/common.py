@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import lance_namespace as ln
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
+from airflow_provider_lance.implementations import pages
 from airflow_provider_lance.namespace import DirectoryNamespace
 
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
@@ -175,14 +176,8 @@ def list_all(namespace: Any, namespace_id: list[str]) -> list[str]:
     :param namespace: a namespace object (either engine's, or an :class:`Engine`'s ``namespace``).
     :param namespace_id: the namespace.
     """
-    names: list[str] = []
-    token = None
-    while True:
-        answer = namespace.list_tables(ln.ListTablesRequest(id=namespace_id, page_token=token, limit=1000))
-        names.extend(answer.tables)
-        token = answer.page_token
-        if not token:
-            return names
+    request = ln.ListTablesRequest(id=namespace_id, limit=1000)
+    return [name for answer in pages(namespace.list_tables, request) for name in answer.tables]
 
 
 class Target(NamedTuple):

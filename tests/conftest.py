@@ -40,8 +40,34 @@ SLOW_MODULES_FIRST = (
 )
 
 
+# Every test has a tier (pyproject's markers): what it needs beyond this process. A test is marked by what starts
+# those things — its module's or its own marks, the fixtures that start them, the folders that hold only such
+# tests — and ``unit`` when it needs none of them (``make test-fast``).
+TIERS = ("s3", "spark", "airflow", "browser", "clients", "slow")
+TIER_FIXTURES = {
+    "moto_server": "s3",
+    "spark": "spark",
+    "spark_environ": "spark",
+    "browser": "browser",
+    "node": "clients",
+}
+TIER_FOLDERS = {"tests/s3/": "s3", "tests/spark/": "spark", "tests/clients/": "clients", "tests/packaging/": "slow"}
+
+
+def tiers_of(item: pytest.Item) -> set[str]:
+    """The tiers ``item`` belongs to (empty: a unit test)."""
+    found = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
+    found.update(tier for name, tier in TIER_FIXTURES.items() if name in getattr(item, "fixturenames", ()))
+    found.update(tier for folder, tier in TIER_FOLDERS.items() if item.nodeid.startswith(folder))
+    return found
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put the tests of ``SLOW_MODULES_FIRST`` first, in that order (a stable sort: the rest keep theirs)."""
+    """Mark each test with its tiers (``unit`` when none), then put the tests of ``SLOW_MODULES_FIRST`` first, in
+    that order (a stable sort: the rest keep theirs)."""
+    for item in items:
+        for tier in sorted(tiers_of(item)) or ["unit"]:
+            item.add_marker(tier)
     rank = {module: position for position, module in enumerate(SLOW_MODULES_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 

@@ -1,14 +1,16 @@
 """The ``lance://`` asset scheme.
 
-A Lance table asset URI is the namespace root without its storage scheme, followed by the
-dotted table identifier as the last path segment; an object-store scheme is kept in the
-``storage`` query parameter:
+A Lance table asset URI is the namespace root as the engine names it (``namespace.storage.normalize_root``:
+its path percent-encoded, so ``#``, ``?``, ``%``, spaces and non-ASCII each keep their own URI) without the
+storage scheme, followed by the dotted table identifier as the last path segment; an object-store scheme is
+kept in the ``storage`` query parameter:
 
 * root ``s3://bucket/warehouse``, table ``["sales", "orders"]`` →
   ``lance://bucket/warehouse/sales.orders?storage=s3``
 * root ``/data/lance`` (or ``file:///data/lance``), table ``["events"]`` →
   ``lance://localhost/data/lance/events`` (``localhost`` stands for local storage: an empty
   authority would not survive Airflow's URI normalisation)
+* root ``/data/has#x`` → ``lance://localhost/data/has%23x/events``
 """
 
 from __future__ import annotations
@@ -17,23 +19,16 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_lance.utils.identifiers import parse_table_identifier
+from airflow_provider_lance.utils.openlineage import catalog_uri, openlineage_location, table_uri
+
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
     from airflow.providers.common.compat.openlineage.facet import Dataset as OpenLineageDataset
     from airflow.sdk import Asset
 
-_LOCAL_SCHEMES = ("", "file")
 LOCAL_HOST = "localhost"
-
-
-def _table_parts(table_id: str | Sequence[str]) -> list[str]:
-    from airflow_provider_lance.utils.identifiers import parse_identifier
-
-    parts = parse_identifier(table_id)
-    if not parts:
-        raise ValueError("A Lance asset needs a table identifier")
-    return parts
 
 
 def lance_asset_uri(root: str, table_id: str | Sequence[str]) -> str:
@@ -43,19 +38,14 @@ def lance_asset_uri(root: str, table_id: str | Sequence[str]) -> str:
     :param root: Namespace root: a local path or a URI such as ``s3://bucket/prefix``.
     :param table_id: Table identifier (dotted string or list of parts).
     """
-    parts = _table_parts(table_id)
-    parsed = urllib.parse.urlsplit(str(root))
-    scheme = parsed.scheme.lower()
-    if len(scheme) == 1:  # a Windows drive letter, not a scheme
-        scheme, netloc, path = "", "", str(root)
-    else:
-        netloc, path = parsed.netloc, parsed.path
-    path = path.rstrip("/")
-    if scheme in _LOCAL_SCHEMES:
+    quoted_table = urllib.parse.quote(".".join(parse_table_identifier(table_id)), safe=".$-_")
+    scheme, _, rest = catalog_uri(root).partition("://")
+    netloc, _, path = rest.partition("/")
+    if scheme == "file":
         netloc, query = netloc or LOCAL_HOST, ""
     else:
         query = "?" + urllib.parse.urlencode({"storage": scheme})
-    quoted_table = urllib.parse.quote(".".join(parts), safe=".$-_")
+    path = f"/{path}" if path else ""
     return f"lance://{netloc}{path}/{quoted_table}{query}"
 
 
@@ -96,7 +86,7 @@ def sanitize_uri(uri: SplitResult) -> SplitResult:
 
 
 def split_asset_uri(uri: str) -> tuple[str, list[str]]:
-    """Return ``(root URI, table id parts)`` for a ``lance://`` URI."""
+    """Return ``(root URI, table id parts)`` for a ``lance://`` URI (the root as the engine names it)."""
     parsed = urllib.parse.urlsplit(uri)
     if parsed.scheme != "lance":
         raise ValueError(f"Not a lance:// URI: {uri!r}")
@@ -107,21 +97,16 @@ def split_asset_uri(uri: str) -> tuple[str, list[str]]:
     else:
         netloc = "" if parsed.netloc == LOCAL_HOST else parsed.netloc
         root = f"file://{netloc}{root_path or '/'}"
-    return root, _table_parts(urllib.parse.unquote(table))
+    return root, parse_table_identifier(urllib.parse.unquote(table))
 
 
 def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> OpenLineageDataset:
     """
-    Translate a ``lance://`` Asset into an OpenLineage dataset.
-
-    The namespace is the storage location (``s3://bucket`` or ``file``), the name the table path.
+    Translate a ``lance://`` Asset into an OpenLineage dataset named as
+    :func:`~airflow_provider_lance.utils.openlineage.openlineage_location` names a location.
     """
     from airflow.providers.common.compat.openlineage.facet import Dataset as OpenLineageDataset
 
-    parsed = urllib.parse.urlsplit(asset.uri)
-    storage = urllib.parse.parse_qs(parsed.query).get("storage", [""])[0]
-    if storage:
-        return OpenLineageDataset(namespace=f"{storage}://{parsed.netloc}", name=parsed.path.lstrip("/"))
-    netloc = "" if parsed.netloc == LOCAL_HOST else parsed.netloc
-    namespace = f"file://{netloc}" if netloc else "file"
-    return OpenLineageDataset(namespace=namespace, name=parsed.path)
+    root, table = split_asset_uri(asset.uri)
+    namespace, name = openlineage_location(table_uri(root, table))
+    return OpenLineageDataset(namespace=namespace, name=name)

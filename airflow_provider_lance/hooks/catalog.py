@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.hooks.calls import response_field
-from airflow_provider_lance.hooks.connection import ENGINE_IMPL
+from airflow_provider_lance.implementations import property_prefix
+from airflow_provider_lance.namespace.identifiers import parse_bool
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
-
-#: Version metadata naming the Airflow DAG run (``<dag_id>/<run_id>``) that staged and committed a version.
-RUN_ID_METADATA = "airflow_run_id"
+from airflow_provider_lance.staging.runs import run_versions
+from airflow_provider_lance.utils.identifiers import parse_identifier
 
 
 class LanceCatalogMixin:
@@ -48,7 +49,8 @@ class LanceCatalogMixin:
         if not isinstance(namespace, DirectoryNamespace):
             _, props = self.get_namespace_config()
             tvm = props.get("table_version_management")
-            return {"layout": "unknown", "table_version_management": None if tvm is None else tvm == "true"}
+            managed = None if tvm is None else parse_bool("table_version_management", tvm, False)
+            return {"layout": "unknown", "table_version_management": managed}
         config = namespace.config
         if config.manifest_enabled and config.dir_listing_enabled:
             layout = "V1+V2 compat"
@@ -64,10 +66,8 @@ class LanceCatalogMixin:
         :param table_id: Table identifier.
         :param run_id: The DAG run identity recorded as ``airflow_run_id`` metadata.
         """
-        for version in self.list_table_versions(table_id, descending=True):
-            if (response_field(version, "metadata") or {}).get(RUN_ID_METADATA) == run_id:
-                return version
-        return None
+        list_versions = functools.partial(self._call, "list_table_versions")
+        return next(run_versions(list_versions, parse_identifier(table_id), run_id), None)
 
     def test_connection(self) -> tuple[bool, str]:
         """
@@ -77,7 +77,7 @@ class LanceCatalogMixin:
         try:
             impl, props = self.get_namespace_config()
             problem = None
-            if impl in (ENGINE_IMPL, "dir") and props.get("root"):
+            if property_prefix(impl) == "dir." and props.get("root"):
                 storage = {k.removeprefix("storage."): v for k, v in props.items() if k.startswith("storage.")}
                 problem = Storage(normalize_root(props["root"]), storage).check_root()
             elif hasattr(self.namespace, "readiness_problem"):  # a REST server: its readiness route says

@@ -8,33 +8,11 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowException
 
-from airflow_provider_lance.implementations import ENGINE_IMPL, REST_IMPL
+from airflow_provider_lance.implementations import ENGINE_IMPL, IMPLEMENTATIONS, property_prefix
+from airflow_provider_lance.namespace.config import names_a_secret
 from airflow_provider_lance.rest.token_sources import provider_properties
 
-#: The implementation-key prefix of each implementation (the Lance tool guideline): with the directory
-#: namespace ``dir.root`` means ``root``, with ``rest`` ``rest.uri`` means ``uri``.
-_IMPL_PREFIXES = {
-    ENGINE_IMPL: "dir.",
-    "dir": "dir.",
-    "lance.namespace.DirectoryNamespace": "dir.",
-    "rest": "rest.",
-    "lance.namespace.RestNamespace": "rest.",
-    REST_IMPL: "rest.",
-    "glue": "glue.",
-    "lance_namespace_impls.glue.GlueNamespace": "glue.",
-}
-_ALL_PREFIXES = frozenset(_IMPL_PREFIXES.values())
-
-_SECRET_MARKERS = (
-    "secret",
-    "password",
-    "token",
-    "credential",
-    "private",
-    "sas_key",
-    "account_key",
-    "session",
-)
+_ALL_PREFIXES = frozenset(known.prefix for known in IMPLEMENTATIONS.values())
 
 
 def _property_value(value: Any) -> str:
@@ -48,16 +26,6 @@ def _property_value(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)
     return str(value)
-
-
-def is_secret_key(key: str) -> bool:
-    """
-    Return whether a property or storage option name holds a secret.
-
-    :param key: The name.
-    """
-    lowered = key.lower()
-    return any(marker in lowered for marker in _SECRET_MARKERS)
 
 
 def _storage_options(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:
@@ -89,7 +57,7 @@ def _plain_keys(extra: dict[str, Any], impl: str) -> dict[str, Any]:
     :param extra: The connection extra (without ``impl``).
     :param impl: The implementation name.
     """
-    own = _IMPL_PREFIXES.get(impl)
+    own = property_prefix(impl)
     plain: dict[str, Any] = {}
     prefixed: dict[str, Any] = {}
     for key, value in extra.items():
@@ -169,17 +137,17 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
     properties: dict[str, str] = {}
     root = extra.pop("root", None) or extra.pop("uri", None) or conn.host
     if root:
-        properties["uri" if _IMPL_PREFIXES.get(impl) == "rest." else "root"] = str(root)
+        properties["uri" if property_prefix(impl) == "rest." else "root"] = str(root)
 
     for key, value in _storage_options(extra, conn.conn_id).items():
         if value is None:
             continue
         prop = key if str(key).startswith("storage.") else f"storage.{key}"
         properties[prop] = _property_value(value)
-        if is_secret_key(str(key)):
+        if names_a_secret(str(key)):
             remember_secret(properties[prop])
 
-    if _IMPL_PREFIXES.get(impl) == "rest.":
+    if property_prefix(impl) == "rest.":
         # a REST server: a token source, or the password as a static bearer token (header.* become headers)
         properties.update(_rest_credential(conn, extra, remember_secret))
     else:
@@ -193,6 +161,6 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
         if value is None or key.startswith("extra__"):
             continue
         properties[str(key)] = _property_value(value)
-        if is_secret_key(str(key)):
+        if names_a_secret(str(key)):
             remember_secret(properties[str(key)])
     return impl, properties

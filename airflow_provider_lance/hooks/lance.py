@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -12,11 +13,12 @@ from airflow.providers.common.compat.sdk import AirflowException, BaseHook
 from airflow_provider_lance.get_provider_info import CONN_FIELDS, UI_FIELD_BEHAVIOUR
 from airflow_provider_lance.hooks.admin import LanceTableAdminMixin
 from airflow_provider_lance.hooks.calls import as_model, response_field
-from airflow_provider_lance.hooks.catalog import RUN_ID_METADATA, LanceCatalogMixin
+from airflow_provider_lance.hooks.catalog import LanceCatalogMixin
 from airflow_provider_lance.hooks.connection import ENGINE_IMPL, namespace_config
 from airflow_provider_lance.hooks.data import LanceTableDataMixin
 from airflow_provider_lance.hooks.versions import LanceTableVersionsMixin
-from airflow_provider_lance.implementations import NamespaceCalls, connect
+from airflow_provider_lance.implementations import NamespaceCalls, connect, pages
+from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 if TYPE_CHECKING:
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
 
 #: Kept for existing imports: the canonical name of the provider's engine (an empty ``impl`` extra).
 DEFAULT_IMPL = ENGINE_IMPL
-
-RUN_KEY_METADATA = "airflow_run_key"
 
 __all__ = [
     "DEFAULT_IMPL",
@@ -107,8 +107,12 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
             from airflow.providers.common.compat.sdk import mask_secret
 
             mask_secret(text)
-        except Exception:  # pragma: no cover - masking is best effort
-            pass
+        except Exception as error:  # the value itself stays out of the log line
+            self.log.warning(
+                "Connection %r: a secret could not be masked in task logs (%s); it may appear in them unmasked",
+                self.lance_conn_id,
+                type(error).__name__,
+            )
 
     def redact(self, message: object) -> str:
         """Return ``message`` as text with every known secret of this connection replaced."""
@@ -165,23 +169,16 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         """
         return self._calls.call(operation, request)
 
-    def _all_pages(self, operation: str, field: str, make_request: Callable[[str | None], Any]) -> list[Any]:
+    def _all_pages(self, operation: str, field: str, request: Any) -> list[Any]:
         """
         Call a paged list ``operation`` until the engine returns no new page token; concatenate ``field``.
 
         :param operation: The list operation.
         :param field: The response field holding the items.
-        :param make_request: Builds the request of a page from its token.
+        :param request: The first page's request.
         """
-        items: list[Any] = []
-        token: str | None = None
-        while True:
-            response = self._call(operation, make_request(token))
-            items.extend(response_field(response, field) or [])
-            next_token = response_field(response, "page_token")
-            if not next_token or next_token == token:
-                return items
-            token = next_token
+        call = functools.partial(self._call, operation)
+        return [item for response in pages(call, request) for item in response_field(response, field) or []]
 
     # ------------------------------------------------------------------ namespaces
 
@@ -238,7 +235,7 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         return self._all_pages(
             "list_namespaces",
             "namespaces",
-            lambda token: ln.ListNamespacesRequest(id=parent, page_token=token, limit=limit),
+            ln.ListNamespacesRequest(id=parent, limit=limit),
         )
 
     def namespace_exists(self, namespace_id: str | Sequence[str]) -> bool:
@@ -354,9 +351,7 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         return self._all_pages(
             "list_tables",
             "tables",
-            lambda token: ln.ListTablesRequest(
-                id=parent, page_token=token, limit=limit, include_declared=include_declared
-            ),
+            ln.ListTablesRequest(id=parent, limit=limit, include_declared=include_declared),
         )
 
     # ------------------------------------------------------------------ maintenance

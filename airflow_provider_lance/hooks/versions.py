@@ -15,7 +15,7 @@ class LanceTableVersionsMixin:
 
     namespace: Any  # the implementation the connection names (``LanceHook.namespace``)
     _call: Callable[[str, Any], Any]
-    _all_pages: Callable[[str, str, Callable[[str | None], Any]], list[Any]]
+    _all_pages: Callable[[str, str, Any], list[Any]]
 
     def create_table_version(
         self,
@@ -94,7 +94,7 @@ class LanceTableVersionsMixin:
         versions = self._all_pages(
             "list_table_versions",
             "versions",
-            lambda token: ln.ListTableVersionsRequest(id=ident, page_token=token, descending=descending),
+            ln.ListTableVersionsRequest(id=ident, descending=descending),
         )
         return [as_model(v, ln.TableVersion) for v in versions]
 

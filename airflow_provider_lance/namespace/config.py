@@ -13,26 +13,26 @@ import lance_namespace as ln
 
 from airflow_provider_lance.namespace import credentials
 from airflow_provider_lance.namespace.credentials import VendorConfig
+from airflow_provider_lance.namespace.identifiers import parse_bool
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
 from airflow_provider_lance.namespace.storage import normalize_root
 from airflow_provider_lance.namespace.tuning import ROWS_OBJECT_MAX_ROWS
 
 STORAGE_PREFIX = "storage."
+# Words that make a property or storage option name a credential's, whatever the store or client (S3 session
+# tokens, SAS tokens and account keys, bearer tokens).
+_SECRET_WORDS = ("secret", "password", "token", "credential", "session", "sas", "account_key", "private")
+
+
+def names_a_secret(name: str) -> bool:
+    """Whether a property or storage option ``name`` says that it holds a credential (the hook masks such values,
+    the REST server leaves them out of responses)."""
+    return any(word in name.lower() for word in _SECRET_WORDS)
+
 
 # Properties the reference reads but that change nothing in this engine; accepted so that one property map
 # can configure either implementation.
 _ACCEPTED_REFERENCE_PROPERTIES = frozenset({"dir_listing_to_manifest_migration_enabled", "inline_optimization_enabled"})
-
-
-def parse_bool(name: str, value: Any, default: bool) -> bool:
-    """Parse a boolean property: a bool, or the strings ``true``/``false`` in any case."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ln.InvalidInputError(f"Invalid property '{name}': expected 'true' or 'false', got {value!r}")
 
 
 def parse_int(name: str, value: Any, default: int, minimum: int = 0) -> int:

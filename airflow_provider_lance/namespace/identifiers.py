@@ -8,6 +8,7 @@ import re
 import secrets
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import lance_namespace as ln
 
@@ -146,6 +147,28 @@ def paginate_sorted(names: Iterator[str], limit: int | None) -> tuple[list[str],
         return ordered, None
     page = ordered[:limit]
     return page, (page[-1] if page else None)
+
+
+def parse_bool(name: str, value: Any, default: bool, what: str = "property") -> bool:
+    """The one boolean rule of properties, storage flags and query parameters: a bool, or ``true``/``false`` in
+    any case; anything else is InvalidInput naming ``what`` and ``name``."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ln.InvalidInputError(f"Invalid {what} '{name}': expected 'true' or 'false', got {value!r}")
+
+
+def create_mode(mode: str | None, allowed: tuple[str, ...], operation: str) -> str:
+    """The create mode of a request: ``create`` (the default), ``exist_ok`` (``existok`` in older clients) or
+    ``overwrite``, any case; InvalidInput for a mode ``operation`` does not take."""
+    given = (mode or "create").lower()
+    canonical = "exist_ok" if given == "existok" else given
+    if canonical not in allowed:
+        raise ln.InvalidInputError(f"Invalid mode '{mode}' for {operation}: expected {' or '.join(allowed)}")
+    return canonical
 
 
 def check_version(value: object, name: str = "version", minimum: int = 1) -> int:

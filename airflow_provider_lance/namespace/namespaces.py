@@ -10,10 +10,8 @@ from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, ManifestRow
 
-# CreateNamespace modes ("existok" is the spelling of older clients) and DropNamespace modes and behaviors.
-CREATE = "create"
-EXIST_OK = ("exist_ok", "existok")
-OVERWRITE = "overwrite"
+# CreateNamespace modes (ids.create_mode) and DropNamespace modes and behaviors.
+CREATE, EXIST_OK, OVERWRITE = "create", "exist_ok", "overwrite"
 DROP_FAIL, DROP_SKIP = "fail", "skip"
 RESTRICT, CASCADE = "restrict", "cascade"
 
@@ -21,9 +19,7 @@ RESTRICT, CASCADE = "restrict", "cascade"
 def create_namespace(catalog: Catalog, request: ln.CreateNamespaceRequest) -> ln.CreateNamespaceResponse:
     """CreateNamespace (V2 only): check the parent, then merge-insert the namespace row."""
     parts = ids.validate_identifier(request.id, "namespace", allow_root=True)
-    mode = (request.mode or CREATE).lower()
-    if mode not in (CREATE, *EXIST_OK, OVERWRITE):
-        raise ln.InvalidInputError(f"Invalid mode '{request.mode}': expected create, exist_ok or overwrite")
+    mode = ids.create_mode(request.mode, (CREATE, EXIST_OK, OVERWRITE), "CreateNamespace")
     if not parts:
         raise ln.NamespaceAlreadyExistsError("Namespace already exists: the root namespace always exists")
     catalog.require_manifest("CreateNamespace")
@@ -34,7 +30,7 @@ def create_namespace(catalog: Catalog, request: ln.CreateNamespaceRequest) -> ln
     if existing is not None:
         if existing.object_type != NAMESPACE:
             raise ln.NamespaceAlreadyExistsError(f"A table already uses the identifier '{oid}'")
-        if mode in EXIST_OK:
+        if mode == EXIST_OK:
             return ln.CreateNamespaceResponse(properties=existing.metadata or {})
         if mode == CREATE:
             raise ln.NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'")
@@ -45,7 +41,7 @@ def create_namespace(catalog: Catalog, request: ln.CreateNamespaceRequest) -> ln
         try:
             catalog.insert_child(row, parts[:-1])
         except DuplicateObjectError:
-            if mode in EXIST_OK:
+            if mode == EXIST_OK:
                 return ln.CreateNamespaceResponse(properties=catalog.manifest.get(oid).metadata or {})
             raise ln.NamespaceAlreadyExistsError(f"Namespace already exists: '{oid}'") from None
     return ln.CreateNamespaceResponse(properties=dict(request.properties) if request.properties else None)

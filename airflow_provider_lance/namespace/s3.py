@@ -7,6 +7,8 @@ import logging
 import re
 from typing import Any
 
+from airflow_provider_lance.namespace.identifiers import parse_bool
+
 # Lance (object_store) option names → s3fs arguments; the same ``storage.*`` properties configure both.
 _S3_CREDENTIALS = {
     "aws_access_key_id": "key",
@@ -73,7 +75,7 @@ def s3fs_arguments(options: dict[str, str]) -> dict[str, Any]:
         elif lowered in _S3_CLIENT:
             client[_S3_CLIENT[lowered]] = value
         elif lowered in _S3_FLAGS:
-            kwargs[_S3_FLAGS[lowered]] = value.strip().lower() == "true"
+            kwargs[_S3_FLAGS[lowered]] = parse_bool(f"storage.{name}", value, False)
     if client:
         kwargs["client_kwargs"] = client
     return kwargs

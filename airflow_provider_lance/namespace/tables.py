@@ -126,9 +126,7 @@ def declared_response(catalog: Catalog, request: ln.DeclareTableRequest, locatio
 def create_empty_table(catalog: Catalog, request: ln.CreateEmptyTableRequest) -> ln.CreateEmptyTableResponse:
     """CreateEmptyTable (DeclareTable's predecessor), modes ``create`` and ``exist_ok``. ``overwrite`` (would
     delete data) and per-table ``storage_options`` (one storage configuration per namespace) are refused."""
-    mode = (request.mode or "create").lower()
-    if mode not in ("create", "exist_ok", "existok"):
-        raise ln.InvalidInputError(f"Invalid mode '{request.mode}' for CreateEmptyTable: expected create or exist_ok")
+    mode = ids.create_mode(request.mode, ("create", "exist_ok"), "CreateEmptyTable")
     if request.storage_options:
         raise ln.UnsupportedOperationError("CreateEmptyTable with per-table storage_options is not supported")
     try:

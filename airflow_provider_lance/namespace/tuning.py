@@ -1,10 +1,10 @@
-"""Every tuning constant of the engine, each with the measurement it came from (or, plainly, that none did).
+"""Every tuning constant of the engine, each with the measurement that chose it or, where none did, the bound it
+is: what it caps, and why any value in a wide range gives the same answers at about the same cost.
 
 A tuning constant trades speed or memory and never changes an answer: a test may lower one to reach a code path
 with a small catalog (``monkeypatch.setattr(<module>, NAME, ...)`` on the module that imports it). Measurements
-are from ``docs/benchmarks.md``, ``CHANGELOG.md`` and the commits named; "not measured" says a value is a
-judgement. Property defaults (``commit_retries``, the maintenance policy) are in config.py: they are a user's
-choice, documented in docs/engine.md's property table.
+are from ``docs/benchmarks.md``, ``CHANGELOG.md`` and the commits named. Property defaults (``commit_retries``,
+the maintenance policy) are in config.py: they are a user's choice, documented in docs/engine.md's property table.
 """
 
 from __future__ import annotations
@@ -20,31 +20,33 @@ SORT_AT_ONCE = 1 << 16
 # Lookups that scan an unsorted version before it is sorted: a scan ~10 ms, the sort ~0.5 s at a million
 # tables; 8 keeps a task's few calls sort-free (d0ae427).
 SORT_AFTER = 8
-# Appends to the tail are combined into one chunk past this many: a scan pays per chunk (not measured).
+# Bound: appends to the tail are combined into one chunk past this many (a scan pays per chunk: the value caps
+# that overhead at 32 chunk hops, never changes an answer).
 TAIL_CHUNKS = 32
 # Namespaces whose tail children an index keeps sorted: a list page 0.4-1.1 ms -> 0.04 ms with 200-1,480 new
-# tables (f1d7525); 8 covers a few clients listing at once (not measured beyond that).
+# tables (f1d7525); bound: 8 namespaces listed at once between merges, a few kilobytes of sorted ids each.
 TAIL_LISTINGS = 8
 # Ids a listing walk reads at a time, doubling from the first to the last: a page of 1,000 at a million tables
-# 1,933 -> 0.66 ms (92b513d; the window sizes themselves not measured separately).
+# 1,933 -> 0.66 ms (92b513d); the first window reads no more than a small page needs, the last caps memory.
 FIRST_WINDOW = 64
 LAST_WINDOW = 4096
 # Tables whose version lines an index keeps (describes, pokes and commits of the same tables between commits);
 # a line costs ~0.1 ms at 100 versions, ~0.4 ms at 10,000 to build (issue 29, docs/benchmarks.md "Large catalogs
-# in managed mode"; the bound itself not measured).
+# in managed mode"); bound: rebuilding all 1,024 lines costs at most ~0.4 s.
 VERSION_LINES = 1024
 # Manifests after the rows' latest version looked for one ``stat`` (S3: HEAD) at a time before listing
 # ``_versions/`` instead: versions written round the namespace are rare, and a listing of 10,000 names cost
-# ~15-25 ms (issue 29; the bound itself not measured).
+# ~15-25 ms (issue 29); bound: at most 8 point requests before the one listing.
 NEWER_PROBES = 8
 # The largest ``__manifest`` fragment a managed commit's repoint rewrites whole (the commit point's own fragment
 # holds its rows: an Update instead of pylance's merge-insert, ~17 ms per append at 40 tables x 25 versions);
-# a larger one (a compaction merged the row into it) gets a deletion vector (not measured separately).
+# a larger one (a compaction merged the row into it) gets a deletion vector. Bound: one fragment of a commit point
+# (at most a group commit's rows) stays below it; the stats' "small fragment" is data/reads.COMPACTION_TARGET_ROWS.
 SMALL_FRAGMENT_ROWS = 256
 
 # -- obtaining a version's rows (snapshots.py) --------------------------------------------------------------
-# Rows per batch of a full read: few chunks (a derived version lists every chunk) and no slower to read than
-# Lance's default of 8,192 (not measured beyond that).
+# Bound: rows per batch of a full read, so that a derived version lists few chunks: 16 at 2,000,000 rows where
+# Lance's default of 8,192 would give 245.
 SCAN_BATCH_ROWS = 1 << 17
 # A version of at least this many rows that nobody read yet answers its first lookups by point reads: ~25 ms
 # at 2,000,000 rows where a whole read costs ~100 ms and ~100 MB; the first answer at a million tables
@@ -53,15 +55,16 @@ POINT_READ_ROWS = 1 << 16
 # Point reads before the version is read whole: the whole read costs about as much as four of them (same).
 POINT_READS = 4
 # Local and memory stores: the longest "no manifest N+1" is trusted without a full listing; also the shortest
-# clean-up window maintenance accepts (readers rely on it). A bound on a rare miss, not measured.
+# clean-up window maintenance accepts (readers rely on it). Safety bound: the longest a version written round
+# this process can stay unseen, and the same window protects the versions such a reader may still open.
 REVALIDATE_AFTER = timedelta(minutes=2)
 # A directory mtime is a "nothing changed" stamp only once this old: file system timestamps are coarse (ext4
-# and tmpfs tick at the kernel's clock, up to 10 ms; 2 s covers FAT and network file systems; not measured).
+# and tmpfs tick at the kernel's clock, up to 10 ms; 2 s covers FAT's 2 s and network file systems). Safety bound.
 SETTLED_NANOS = 2_000_000_000
 
 # -- stored rows (rows_store.py) ------------------------------------------------------------------------------
-# Rows-store entries a machine keeps per catalog: only the newest is read; a few cover processes that read
-# the versions just before it (not measured).
+# Bound: rows-store entries a machine keeps per catalog (disk: 4 x the rows of one version); only the newest is
+# read, the others serve processes that still read a version just before it.
 LOCAL_ROWS_KEEP = 4
 # The most rows a commit writes an S3 rows object for (property ``manifest_rows_object_max_rows``): ~3 KB at
 # 100 rows, 150 KB at 10,000, ~0.8 MB at 50,000; a cold first poke 2-3 requests instead of 6-7 at 100 tables
@@ -75,32 +78,35 @@ ROWS_OBJECT_MAX_ROWS = 50_000
 # A commit takes 2-10 ms (docs/benchmarks.md "Writers"), so 2 s is hundreds of commits: never reached by
 # turns that work. (Before issue 28: 2 s in-process, 5 s for the machine turn, neither measured.)
 TURN_WAIT_SECONDS = 2.0
-# Between attempts to take a busy machine turn: short and randomised, so that waiters do not convoy.
+# Between attempts to take a busy machine turn: randomised (waiters do not convoy) and at most 1 ms, half the
+# shortest commit (2 ms, docs/benchmarks.md "Writers"), so a freed turn is taken before another commit could end.
 TURN_POLL_SECONDS = (0.0001, 0.001)
 # Rows of one group commit at most: a commit of a few thousand rows costs about as much as one of a single
 # row; 32 threads declaring through one instance 141 -> 640 writes/s (700314c, CHANGELOG "Group commit").
 MAX_GROUP_ROWS = 4096
-# How often pylance retries a merge-insert (a rename, BatchCommitTables) before the engine re-reads and
-# retries it: pylance rebases it over other writers' inserts of other ids (not measured).
+# Bound: how often pylance retries a merge-insert (a rename, BatchCommitTables) before the engine re-reads and
+# retries it itself (pylance rebases it over other writers' inserts of other ids; the engine's retry is the
+# one that sees a true conflict, so 2 only moves work between two correct retry loops).
 MERGE_INSERT_RETRIES = 2
-# The first back-off after a lost commit, doubled per attempt up to 2^5 times, randomised (de-synchronised
-# retries; not measured).
+# The first back-off after a lost commit, doubled per attempt up to 2^5 times, randomised: the length of one
+# commit (2-10 ms, docs/benchmarks.md "Writers"), so that retrying writers de-synchronise within a few commits.
 COMMIT_BACKOFF_SECONDS = 0.002
 
 # -- maintenance (maintenance.py) -----------------------------------------------------------------------------
-# Retries of a compaction in the writers' turn (it loses to any concurrent commit; not measured).
+# Bound: retries of a compaction in the writers' turn (it loses to any concurrent commit; the next maintenance
+# run tries again, so a lost compaction costs nothing but time).
 COMPACTION_RETRIES = 2
 # Compaction leaves fragments of this many rows alone: at a million tables the mean declare 40 -> 3.2 ms (a
 # 270 ms rewrite of every row on every 8th commit; CHANGELOG, docs/engine.md "Rows in memory").
 LARGE_FRAGMENT_ROWS = 65_536
-# ... unless this share of their rows is deleted (not measured).
+# ... unless this share of their rows is deleted: Lance's own default (``materialize_deletions_threshold``).
 DELETED_SHARE = 0.1
 
 # -- vended credentials (credentials.py) ----------------------------------------------------------------------
-# Cached credentials before expired ones are forgotten (one scan per doubling; not measured).
+# Bound: cached credentials before expired ones are forgotten (one scan per doubling: amortised O(1) per vend).
 CREDENTIALS_PRUNE_AT = 4096
 
 # -- threads (concurrency.py) --------------------------------------------------------------------------------
-# Threads of the engine's one pool: callbacks from pylance and a batch's storage requests; 16 concurrent S3
-# requests keep a batch network-bound (not measured against other sizes).
+# Bound: threads of the engine's one pool (callbacks from pylance, a batch's storage requests): 16 S3 requests in
+# flight at once keep a batch network-bound; the pool's size caps threads, never changes an answer.
 WORKERS = 16

@@ -6,11 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from airflow_provider_lance.hooks.catalog import RUN_ID_METADATA
 from airflow_provider_lance.hooks.errors import CONFLICT_ADVICE
-from airflow_provider_lance.hooks.lance import RUN_KEY_METADATA
 from airflow_provider_lance.operators.base import LanceBaseOperator
 from airflow_provider_lance.operators.links import LanceCatalogLink
+from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
 from airflow_provider_lance.utils.identifiers import format_identifier
 from airflow_provider_lance.utils.openlineage import TouchedTable
 

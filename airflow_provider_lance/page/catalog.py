@@ -20,10 +20,11 @@ import lance
 import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
+from airflow_provider_lance.implementations import pages
 from airflow_provider_lance.namespace.identifiers import VERSIONS_DIR, parse_staged_manifest_name
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
 from airflow_provider_lance.namespace.vended import VendedCredentials
-from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
+from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA, run_versions
 
 log = logging.getLogger(__name__)
 
@@ -176,16 +177,8 @@ class CatalogReader:
 
         :param namespace_id: the namespace (``[]`` for the root).
         """
-        names: list[str] = []
-        token = None
-        while True:
-            response = self.namespace.list_namespaces(
-                ln.ListNamespacesRequest(id=list(namespace_id), page_token=token, limit=_LIST_PAGE)
-            )
-            names.extend(response.namespaces or [])
-            if not response.page_token or response.page_token == token:
-                return sorted(names)
-            token = response.page_token
+        request = ln.ListNamespacesRequest(id=list(namespace_id), limit=_LIST_PAGE)
+        return sorted(name for page in pages(self.namespace.list_namespaces, request) for name in page.namespaces or [])
 
     def tables_page(
         self, namespace_id: Sequence[str], page_token: str | None, limit: int = TABLES_PER_PAGE
@@ -446,7 +439,7 @@ class CatalogReader:
             candidates, partial = self._all_tables(list(namespace_id), RUN_SCAN_LIMIT)
         lines: dict[str | None, RunCommit] = {}
         for table_id in candidates:
-            for version in self._run_versions(table_id, run):
+            for version in run_versions(self.namespace.list_table_versions, table_id, run):
                 key = (version.metadata or {}).get(RUN_KEY_METADATA)
                 found = Run.from_metadata(version.metadata)
                 line = lines.setdefault(key, RunCommit(found.task_id if found else None, None, []))
@@ -456,22 +449,6 @@ class CatalogReader:
                     line.timestamp = stamp
         ordered = sorted(lines.values(), key=lambda c: c.timestamp or datetime.min.replace(tzinfo=UTC))
         return ordered, partial
-
-    def _run_versions(self, table_id: list[str], run: str) -> Iterator[Any]:
-        token = None
-        while True:
-            try:
-                response = self.namespace.list_table_versions(
-                    ln.ListTableVersionsRequest(id=table_id, page_token=token, limit=_LIST_PAGE)
-                )
-            except (ln.TableNotFoundError, ln.NamespaceNotFoundError):
-                return
-            for version in response.versions or []:
-                if (version.metadata or {}).get(RUN_ID_METADATA) == run:
-                    yield version
-            if not response.page_token or response.page_token == token:
-                return
-            token = response.page_token
 
     def _all_tables(self, start: list[str], limit: int) -> tuple[list[list[str]], bool]:
         found: list[list[str]] = []

@@ -11,6 +11,7 @@ the port it really listens on (``--port 0``: an ephemeral one) once it accepts c
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import ipaddress
 import json
@@ -29,7 +30,7 @@ from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import Process
 
-from airflow_provider_lance.implementations import ENGINE_IMPL, connect
+from airflow_provider_lance.implementations import connect, property_prefix
 from airflow_provider_lance.rest.app import ServerSettings, create_app
 from airflow_provider_lance.rest.principals import PrincipalStore
 
@@ -95,7 +96,7 @@ def _properties(args: argparse.Namespace) -> dict[str, str]:
         properties[key] = value
     if args.root:
         properties["root"] = args.root
-    if "root" not in properties and args.impl in ("", "dir", ENGINE_IMPL):
+    if "root" not in properties and property_prefix(args.impl) == "dir.":
         raise SystemExit("lance-namespace-server needs --root (or a 'root' property)")
     return properties
 
@@ -148,8 +149,9 @@ def build_app() -> Starlette:
     files = (config["principals_file"], config["token_file"])
     store = PrincipalStore(*files) if any(files) else None
     # every worker re-reads the principals on SIGHUP (the supervisor of several workers passes it on); without
-    # them SIGHUP changes nothing (its default action would end the worker and drop its requests)
-    signal.signal(signal.SIGHUP, lambda *_: store.reload() if store is not None else None)
+    # them SIGHUP changes nothing (its default action would end the worker and drop its requests), and says so
+    no_principals = functools.partial(log.info, "SIGHUP: no principals file to re-read, nothing changed")
+    signal.signal(signal.SIGHUP, lambda *_: store.reload() if store is not None else no_principals())
     settings = ServerSettings(
         principals=store,
         max_body_bytes=config["max_body_bytes"],

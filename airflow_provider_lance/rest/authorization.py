@@ -34,7 +34,7 @@ from lance_namespace import (
 )
 from starlette.requests import Request
 
-from airflow_provider_lance.implementations import NamespaceCalls
+from airflow_provider_lance.implementations import NamespaceCalls, pages
 from airflow_provider_lance.namespace.credentials import PERMISSION_CONTEXT_KEY
 from airflow_provider_lance.namespace.identifiers import DELIMITER, paginate
 from airflow_provider_lance.rest.authentication import principal_of
@@ -291,17 +291,12 @@ class Authorizer:
         return ListTablesResponse(tables=page, page_token=token)
 
     def _all_tables(self, namespace_id: tuple[str, ...], request: Any) -> Iterator[str]:
-        token, declared = None, request.include_declared
-        while True:
-            try:
-                listing = ListTablesRequest(id=list(namespace_id), page_token=token, include_declared=declared)
-                response = self.calls.call("list_all_tables", listing)
-            except NamespaceNotFoundError:
-                return
-            yield from response.tables or ()
-            if not response.page_token or response.page_token == token:
-                return
-            token = response.page_token
+        listing = ListTablesRequest(id=list(namespace_id), include_declared=request.include_declared)
+        try:
+            for response in pages(functools.partial(self.calls.call, "list_all_tables"), listing):
+                yield from response.tables or ()
+        except NamespaceNotFoundError:
+            return
 
     def _table_visible(self, table_id: list[str], include_declared: bool | None) -> bool:
         if not _exists(functools.partial(self.calls.call, "table_exists"), TableExistsRequest(id=table_id)):

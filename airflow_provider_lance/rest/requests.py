@@ -19,6 +19,7 @@ from typing import Any
 import pydantic
 from lance_namespace import InvalidInputError
 
+from airflow_provider_lance.namespace.identifiers import parse_bool
 from airflow_provider_lance.rest.routes import Body, Route
 
 DEFAULT_DELIMITER = "$"
@@ -69,9 +70,7 @@ def _query_value(name: str, values: Sequence[str], annotation: Any) -> Any:
         raise InvalidInputError(f"Query parameter '{name}' is given {len(values)} times")
     value = values[0]
     if kind is bool:
-        if value.lower() not in ("true", "false"):
-            raise InvalidInputError(f"Query parameter '{name}' must be true or false, not {value!r}")
-        return value.lower() == "true"
+        return parse_bool(name, value, False, what="query parameter")
     if kind is int:
         try:
             return int(value)

@@ -16,12 +16,11 @@ import pydantic
 from lance_namespace import ErrorCode, LanceNamespaceError
 from starlette.responses import JSONResponse, Response
 
+from airflow_provider_lance.namespace.config import names_a_secret
 from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS
 from airflow_provider_lance.utils.http_status import status_of
 
 log = logging.getLogger(__name__)
-
-_SECRET_MARKERS = ("secret", "password", "token", "credential", "session", "sas", "account_key", "private")
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 
@@ -53,8 +52,7 @@ def _plain(value: Any) -> Any:
 
 def is_secret_option(name: str) -> bool:
     """Whether a storage option holds a credential (the engine's list, and any name that says so)."""
-    lowered = name.lower()
-    return lowered in SECRET_OPTIONS or any(marker in lowered for marker in _SECRET_MARKERS)
+    return name.lower() in SECRET_OPTIONS or names_a_secret(name)
 
 
 def _without_credentials(value: Any) -> Any:

@@ -7,8 +7,8 @@ or from Airflow with ``SparkSubmitOperator(application=job_path(), application_a
 Arguments:
 
 * ``--property key=value`` (repeated) and/or ``--properties-json '{...}'``: the namespace properties
-  (``root``, ``storage.*`` ...). ``--impl``: ``auto`` (this provider's engine, else pylance's ``dir``), ``dir``,
-  or a class path.
+  (``root``, ``storage.*`` ...). ``--impl``: a name of ``implementations.connect`` (``auto`` or empty: this
+  provider's engine, ``rest``, ``dir``, a class path).
 * ``--table ns.table=<input>`` (repeated): ``range:N`` or ``range:START:END`` (deterministic demo rows: id,
   name, score, bucket), or a parquet / csv / json path, optionally prefixed ``parquet:``, ``csv:``, ``json:``.
 * ``--mode append|overwrite``, ``--partitions N`` (repartition inputs), ``--storage-option key=value``.
@@ -36,7 +36,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import lance_namespace as ln
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("airflow_provider_lance.spark.job")
@@ -46,7 +45,6 @@ FORMATS = ("parquet", "csv", "json")
 #: Environment variables carrying the namespace configuration (so that secrets never reach argv).
 ENV_PROPERTIES = "LANCE_NAMESPACE_PROPERTIES"
 ENV_IMPL = "LANCE_NAMESPACE_IMPL"
-ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -102,32 +100,6 @@ def namespace_properties(args: argparse.Namespace) -> dict[str, str]:
     return properties
 
 
-def build_namespace(impl: str, properties: dict[str, str]) -> ln.LanceNamespace:
-    """Build the namespace client.
-
-    :param impl: ``auto`` (this provider's engine when importable, else pylance's directory namespace),
-        ``rest`` (a Lance REST Namespace server; the provider's client, which also commits batches), an alias
-        known to ``lance_namespace.connect`` (``dir``), or a class path.
-    :param properties: the namespace properties.
-    """
-    import lance_namespace
-
-    if impl in ("rest", "airflow_provider_lance.rest.client.RestNamespace"):
-        from airflow_provider_lance.rest.client import RestNamespace
-
-        return RestNamespace(**properties)
-
-    if impl == "auto":
-        try:
-            from airflow_provider_lance.namespace import DirectoryNamespace
-        except ImportError:
-            log.warning("Provider engine not importable; using pylance's DirectoryNamespace")
-            impl = "dir"
-        else:
-            return DirectoryNamespace(**properties)
-    return lance_namespace.connect(impl, properties)
-
-
 def demo_frame(spark: SparkSession, spec: str) -> DataFrame:
     """Return deterministic demo rows for ``range:N`` or ``range:START:END``.
 
@@ -180,21 +152,22 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     """
     from pyspark.sql import SparkSession
 
+    from airflow_provider_lance.implementations import connect
     from airflow_provider_lance.namespace.s3 import s3fs_arguments
-    from airflow_provider_lance.spark.staging import parse_table_id, stage_dataframes
+    from airflow_provider_lance.spark.staging import stage_dataframes
     from airflow_provider_lance.staging import RUN_ID_METADATA, committed_by_run, committed_entry, write_entries
+    from airflow_provider_lance.utils.identifiers import parse_table_identifier
 
     args = build_parser().parse_args(argv)
     properties = namespace_properties(args)
-    impl = args.impl or os.environ.get(ENV_IMPL) or "auto"
-    namespace = build_namespace("auto" if impl == ENGINE_IMPL else impl, properties)
+    namespace = connect(args.impl or os.environ.get(ENV_IMPL), properties)
     storage_options = {k.removeprefix("storage."): v for k, v in properties.items() if k.startswith("storage.")}
     storage_options.update(dict(args.storage_option))
 
     spark = spark or SparkSession.builder.appName("lance-spark-staging").getOrCreate()
     frames, committed = [], []
     for table, spec in args.tables:
-        table_id = parse_table_id(table)
+        table_id = parse_table_identifier(table)
         done = committed_by_run(namespace, table_id, args.run_id) if args.run_id else None
         if done is not None:
             log.info(

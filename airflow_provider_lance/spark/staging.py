@@ -36,6 +36,7 @@ from airflow_provider_lance.staging import (
     stage_fragments,
     table_id_key,
 )
+from airflow_provider_lance.utils.identifiers import parse_table_identifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,17 +67,6 @@ class StagedDataFrame:
     fragments: list[str] = field(default_factory=list)
     writer_pids: set[int] = field(default_factory=set)
     rows: int = 0
-
-
-def parse_table_id(table: str | Sequence[str]) -> list[str]:
-    """Return a table identifier from ``"ns.table"`` (dot separated) or a sequence of parts.
-
-    :param table: the dotted name or the parts.
-    """
-    parts = table.split(".") if isinstance(table, str) else list(table)
-    if not parts or any(not p for p in parts):
-        raise ln.InvalidInputError(f"Invalid table identifier {table!r}")
-    return parts
 
 
 def spark_to_arrow_schema(df: DataFrame) -> pa.Schema:
@@ -257,7 +247,7 @@ def _prepare_write(
     """
     if mode not in ("append", "overwrite"):
         raise ln.InvalidInputError(f"Unknown staging mode {mode!r}: expected 'append' or 'overwrite'")
-    table_id = parse_table_id(table_id)
+    table_id = parse_table_identifier(table_id)
     staging.ensure_not_staged(table_id)
     target = prepare_target(
         staging.inner,
@@ -321,7 +311,7 @@ def stage_dataframes(
     :return: one result per table, in order.
     """
     pairs = list(tables.items()) if isinstance(tables, Mapping) else list(tables)
-    keys = [table_id_key(parse_table_id(t)) for t, _ in pairs]
+    keys = [table_id_key(parse_table_identifier(t)) for t, _ in pairs]
     duplicates = sorted({k for k in keys if keys.count(k) > 1})
     if duplicates:
         raise ln.InvalidInputError(f"Tables listed more than once: {duplicates}")

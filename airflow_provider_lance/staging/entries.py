@@ -11,6 +11,9 @@ from typing import Any
 import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
+from airflow_provider_lance.namespace.identifiers import literal_path
+from airflow_provider_lance.namespace.storage import normalize_root
+
 ENTRIES_KEY = "entries"
 
 #: Turns one raw entry of a document (a model or a dict) into a ``CreateTableVersionEntry``.
@@ -64,6 +67,16 @@ def _entry(value: ln.CreateTableVersionEntry | Mapping[str, Any]) -> ln.CreateTa
         raise ln.InvalidInputError(f"Invalid table version entry {value!r}: {err}") from err
 
 
+def _local_path(path: str) -> str | None:
+    """The local file a document path names, read as the engine reads a root (a path is literal, a ``file://``
+    URI percent-decoded), or None for an object-store URI (opened with fsspec).
+
+    :param path: a local path or a URI.
+    """
+    scheme, _, rest = normalize_root(path).partition("://")
+    return literal_path(rest) if scheme == "file" else None
+
+
 def write_entries(
     entries: Iterable[ln.CreateTableVersionEntry | Mapping[str, Any]],
     path: str | os.PathLike[str],
@@ -81,13 +94,13 @@ def write_entries(
     """
     text = entries_to_json(entries)
     path = os.fspath(path)
-    if "://" in path and not path.startswith("file://"):
+    local = _local_path(path)
+    if local is None:
         import fsspec
 
         with fsspec.open(path, "w", **dict(storage_options or {})) as handle:
             handle.write(text)
         return path
-    local = path.removeprefix("file://")
     directory = os.path.dirname(os.path.abspath(local))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".entries-", suffix=".json", dir=directory)
@@ -117,12 +130,13 @@ def read_entries(
     :raises ValueError: when the document is not valid JSON (``json.JSONDecodeError``).
     """
     path = os.fspath(path)
-    if "://" in path and not path.startswith("file://"):
+    local = _local_path(path)
+    if local is None:
         import fsspec
 
         with fsspec.open(path, "r", **dict(storage_options or {})) as handle:
             return entries_from_json(handle.read(), parse_entry=parse_entry)
-    with open(path.removeprefix("file://")) as handle:
+    with open(local) as handle:
         return entries_from_json(handle.read(), parse_entry=parse_entry)
 
 

@@ -8,14 +8,37 @@ Needs a catalog that records version metadata (table version management).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
+from airflow_provider_lance.implementations import pages
+
 RUN_ID_METADATA = "airflow_run_id"
 #: The committing task's key ``<dag_id>/<run_id>/<task_id>/<map_index>``, recorded beside the run identity.
 RUN_KEY_METADATA = "airflow_run_key"
+
+
+def run_versions(
+    list_versions: Callable[[ln.ListTableVersionsRequest], Any], table_id: Sequence[str], run_id: str
+) -> Iterator[ln.TableVersion]:
+    """Every version of a table committed by ``run_id``, newest first (none when the table does not exist): the
+    one run lookup of the Spark job, the hook and the page.
+
+    :param list_versions: Calls ``list_table_versions`` (a namespace's method, or the hook's call of it).
+    :param table_id: the table identifier.
+    :param run_id: the run identity.
+    """
+    request = ln.ListTableVersionsRequest(id=list(table_id), descending=True)
+    try:
+        for response in pages(list_versions, request):
+            for version in ln.ListTableVersionsResponse.model_validate(response).versions or []:
+                if (version.metadata or {}).get(RUN_ID_METADATA) == run_id:
+                    yield version
+    except (ln.TableNotFoundError, ln.NamespaceNotFoundError):
+        return
 
 
 def committed_by_run(namespace: LanceNamespace, table_id: Sequence[str], run_id: str) -> ln.TableVersion | None:
@@ -25,18 +48,7 @@ def committed_by_run(namespace: LanceNamespace, table_id: Sequence[str], run_id:
     :param table_id: the table identifier.
     :param run_id: the run identity.
     """
-    request = ln.ListTableVersionsRequest(id=list(table_id), descending=True)
-    try:
-        while True:
-            response = namespace.list_table_versions(request)
-            for version in response.versions or []:
-                if (version.metadata or {}).get(RUN_ID_METADATA) == run_id:
-                    return version
-            if not response.page_token or response.page_token == request.page_token:
-                return None
-            request = request.model_copy(update={"page_token": response.page_token})
-    except (ln.TableNotFoundError, ln.NamespaceNotFoundError):
-        return None
+    return next(run_versions(namespace.list_table_versions, table_id, run_id), None)
 
 
 def committed_entry(table_id: Sequence[str], version: ln.TableVersion) -> ln.CreateTableVersionEntry:

@@ -46,6 +46,20 @@ def parse_identifier(identifier: str | Sequence[str] | None, what: str = "identi
     return [str(p) for p in parts]
 
 
+def parse_table_identifier(identifier: str | Sequence[str], what: str = "table_id") -> list[str]:
+    """
+    :func:`parse_identifier` for a table: the root namespace (an empty identifier) is not one.
+
+    :param identifier: Dotted string or sequence of parts.
+    :param what: What the identifier is, for error messages.
+    :raises ValueError: If it is empty or a part is empty or not a string.
+    """
+    parts = parse_identifier(identifier, what)
+    if not parts:
+        raise ValueError(f"{what} must name a table, not the root namespace")
+    return parts
+
+
 def format_identifier(identifier: Sequence[str]) -> str:
     """
     Return the dotted form of an identifier (``"<root>"`` for the root namespace).

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import urllib.parse
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
+
+from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
+from airflow_provider_lance.namespace.storage import normalize_root
 
 
 class TouchedTable(NamedTuple):
@@ -25,33 +25,40 @@ class TouchedTable(NamedTuple):
 
 def catalog_uri(root: str) -> str:
     """
-    Return the namespace root as a URI without credentials (user info, query and fragment dropped).
-
-    A plain local path becomes a ``file://`` URI; the trailing slash is removed.
+    Return the namespace root as the engine names it (``namespace.storage.normalize_root``: a plain path becomes
+    a ``file://`` URI, ``#``, ``?``, ``%``, spaces and non-ASCII are percent-encoded, no trailing slash) without
+    user info: the one root→URI rule of assets, lineage and the page.
 
     :param root: The namespace root (path or URI).
     """
-    parsed = urllib.parse.urlsplit(str(root))
-    if len(parsed.scheme) <= 1:  # no scheme, or a Windows drive letter
-        return Path(os.path.abspath(str(root))).as_uri().rstrip("/")
-    netloc = parsed.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path.rstrip("/"), "", ""))
+    scheme, _, rest = normalize_root(str(root)).partition("://")
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme.lower()}://{netloc.rpartition('@')[2]}{slash}{path}"
+
+
+def table_uri(root: str, table_id: Sequence[str]) -> str:
+    """
+    Return the URI of the path ``<root>/<ns.table>`` (where an asset or a dataset of unknown location points).
+
+    :param root: The namespace root (path or URI).
+    :param table_id: The table identifier.
+    """
+    return f"{catalog_uri(root)}/{uri_path('.'.join(table_id))}"
 
 
 def openlineage_location(location: str) -> tuple[str, str]:
     """
-    Split a table location into an OpenLineage dataset ``(namespace, name)``.
+    Split a table location into an OpenLineage dataset ``(namespace, name)``, the name a literal path.
 
     Local files: ``("file", "/abs/path")``; object stores: ``("s3://bucket", "prefix/table")``.
 
     :param location: The table location (path or URI).
     """
-    uri = catalog_uri(location)
-    parsed = urllib.parse.urlsplit(uri)
-    path = urllib.parse.unquote(parsed.path)
-    if parsed.scheme == "file":
-        return ("file://" + parsed.netloc if parsed.netloc else "file"), path
-    return f"{parsed.scheme}://{parsed.netloc}", path.lstrip("/")
+    scheme, _, rest = catalog_uri(location).partition("://")
+    netloc, _, path = rest.partition("/")
+    if scheme == "file":
+        return ("file://" + netloc if netloc else "file"), literal_path("/" + path)
+    return f"{scheme}://{netloc}", literal_path(path)
 
 
 def operator_lineage(
@@ -97,17 +104,11 @@ def operator_lineage(
     except ImportError:  # pragma: no cover - older openlineage-python without the catalog facet
         CatalogDatasetFacet = None
 
-    from airflow_provider_lance.assets.lance import convert_asset_to_openlineage, create_asset
-
     catalog = redact(catalog_uri(root)) if root else None
     outputs = []
     for table, location, version in touched:
-        location = location or locate(table)
-        if location:
-            ol_namespace, ol_name = openlineage_location(redact(location))
-        else:
-            fallback = convert_asset_to_openlineage(create_asset(root=root or "", table_id=table), None)
-            ol_namespace, ol_name = fallback.namespace, fallback.name
+        location = location or locate(table) or table_uri(root or "", table)
+        ol_namespace, ol_name = openlineage_location(redact(location))
         facets: dict[str, Any] = {"storage": StorageDatasetFacet(storageLayer="lance", fileFormat="lance")}
         if catalog:
             facets["symlinks"] = SymlinksDatasetFacet(

@@ -55,6 +55,7 @@ def test_page_tokens_are_each_followed_by_a_full_page() -> None:
     assert scale.page_tokens(1000, 3) == [None, None, None]
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_probe_measures_each_engine_in_a_process_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scale, "REPS", 5)
     root, _ = scale.prepared(tmp_path, 40)
@@ -127,6 +128,7 @@ def test_scale_goals_are_rendered_with_whether_they_hold() -> None:
     assert "(20 / 80 MB, of which pylance's code 5 / 20; budget 40 MB; absolute 120 / 180 MB) | yes |" in page
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_managed_scale_catalog_is_read_by_every_probe_and_reset_after_its_new_versions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

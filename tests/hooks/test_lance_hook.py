@@ -78,6 +78,23 @@ class TestConfig:
         assert "no.such.Namespace" in str(excinfo.value)
         assert excinfo.value.__cause__ is None
 
+    def test_a_failed_mask_is_a_warning_naming_the_connection(self, set_conn, caplog, capsys, monkeypatch):
+        """A secret that could not be masked may reach task logs: say so (never the secret itself)."""
+        import airflow.providers.common.compat.sdk as sdk
+
+        secret = "s3cr3t-never-logged"
+
+        def refuse(value: str) -> None:
+            raise RuntimeError(f"cannot mask {value}")
+
+        monkeypatch.setattr(sdk, "mask_secret", refuse)
+        set_conn(None, conn_id="lance_masked", password=secret)
+        with caplog.at_level(logging.WARNING):
+            LanceHook(lance_conn_id="lance_masked").get_namespace_config()
+        logged = caplog.text + capsys.readouterr().out  # Airflow's structlog writes the task log to stdout
+        assert "Connection 'lance_masked': a secret could not be masked in task logs (RuntimeError)" in logged
+        assert secret not in logged
+
     def test_ui_metadata(self):
         behaviour = LanceHook.get_ui_field_behaviour()
         assert "port" in behaviour["hidden_fields"]

@@ -6,6 +6,7 @@ from typing import Any
 
 import lance.namespace
 import lance_namespace as ln
+import pytest
 
 from airflow_provider_lance.implementations import wants_mapping
 from airflow_provider_lance.namespace import DirectoryNamespace
@@ -36,3 +37,31 @@ def test_annotation_spellings():
     assert not wants_mapping(untyped)
     assert not wants_mapping(model)
     assert not wants_mapping(len)
+
+
+def test_the_registry_builds_each_named_implementation(tmp_path):
+    """One registry: every name of the provider's engine builds it, ``dir`` pylance's (adapted), ``rest`` the
+    provider's client; the connection-extra prefix comes from the same table."""
+    from airflow_provider_lance.implementations import ENGINE_IMPL, AdaptedNamespace, connect, property_prefix
+    from airflow_provider_lance.rest.client import RestNamespace
+
+    for name in (None, "", "auto", ENGINE_IMPL):
+        assert type(connect(name, {"root": str(tmp_path)})) is DirectoryNamespace
+        assert property_prefix(name) == "dir."
+    adapted = connect("dir", {"root": str(tmp_path)})
+    assert isinstance(adapted, AdaptedNamespace)
+    assert isinstance(adapted.inner, lance.namespace.DirectoryNamespace)
+    assert type(connect("rest", {"uri": "http://127.0.0.1:9"})) is RestNamespace
+    assert (property_prefix("rest"), property_prefix("glue"), property_prefix("my.Class")) == ("rest.", "glue.", None)
+
+
+def test_auto_raises_the_engines_import_error_rather_than_falling_back(tmp_path, monkeypatch):
+    """The Spark job's ``auto`` once fell back to pylance's engine when ours did not import: a different engine,
+    silently. The registry raises the ImportError instead."""
+    import sys
+
+    from airflow_provider_lance.implementations import connect
+
+    monkeypatch.setitem(sys.modules, "airflow_provider_lance.namespace", None)
+    with pytest.raises(ImportError):
+        connect("auto", {"root": str(tmp_path)})

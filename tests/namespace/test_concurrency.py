@@ -31,6 +31,8 @@ from tests.namespace.helpers_versions import (
     versions,
 )
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 WORKERS = 8
 ROUNDS = 50
 COMMAND_TIMEOUT = 120

@@ -30,6 +30,8 @@ from tests.namespace.helpers_versions import (
     versions,
 )
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 TABLES = (("prod", "a"), ("prod", "b"), ("prod", "c"))
 
 

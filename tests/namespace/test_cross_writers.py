@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import lance_namespace as ln
+import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from tests.cross_writers import race
+
+pytestmark = pytest.mark.slow  # starts processes of its own
 
 ROUNDS = 6
 

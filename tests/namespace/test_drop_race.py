@@ -10,9 +10,12 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lance_namespace import LanceNamespaceError
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+
+pytestmark = pytest.mark.slow  # starts processes of its own
 
 ROUNDS = 6
 DECLARERS = 3

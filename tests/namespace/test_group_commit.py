@@ -19,7 +19,7 @@ import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace, fragments
-from airflow_provider_lance.namespace.manifest import DuplicateObjectError, ManifestTable
+from airflow_provider_lance.namespace.manifest import ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, ManifestRow
 from airflow_provider_lance.namespace.writers_turn import GroupCommit, MachineTurn
 from tests.namespace.helpers_versions import (
@@ -287,6 +287,7 @@ def _declare_from_threads(root: str, names: list[str]) -> list[tuple[str, str]]:
         return list(pool.map(one, names))
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_threads_in_several_processes_one_winner_per_id_nothing_lost(tmp_path: Path) -> None:
     ns = DirectoryNamespace(root=str(tmp_path))
     ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
@@ -334,6 +335,7 @@ def _another_process_holds(key: str) -> Iterator[tuple[Any, Any]]:
         holder.join(WAIT)
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
     key = f"test {tmp_path}"
     with _another_process_holds(key) as (_, release):
@@ -357,6 +359,7 @@ def test_writer_processes_of_a_machine_take_turns(tmp_path: Path) -> None:
                 assert again is False
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -377,12 +380,6 @@ def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
         taker.join(WAIT)
         assert passed.is_set()  # went ahead while the other process still holds the turn
         assert holder.is_alive() and not release.is_set()
-
-
-def test_duplicate_error_is_the_group_commit_one() -> None:
-    from airflow_provider_lance.namespace import group_commit
-
-    assert DuplicateObjectError is group_commit.DuplicateObjectError
 
 
 def test_declare_tables_answers_each_request_and_commits_once(tmp_path: Path) -> None:

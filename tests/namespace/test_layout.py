@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import airflow_provider_lance.namespace as engine
+from tests.test_layout import imports_of
 
 PACKAGE = "airflow_provider_lance.namespace"
 ROOT = Path(engine.__file__).parent
@@ -28,17 +29,7 @@ FILES = {_module_name(str(path.relative_to(ROOT))): path for path in sorted(ROOT
 
 
 def _imports(path: Path) -> set[str]:
-    """The engine modules ``path`` imports (``from package import module`` names the module)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{path}: relative import"
-            for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                found.add(submodule if submodule in FILES else str(node.module))
-    return found
+    return imports_of(path, FILES)
 
 
 IMPORTS = {name: _imports(path) for name, path in FILES.items()}

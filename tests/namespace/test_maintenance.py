@@ -208,6 +208,7 @@ def test_reference_reads_the_catalog_after_maintenance(
     assert "by_reference" in ns.list_tables(ln.ListTablesRequest(id=["prod"])).tables
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_cached_reads_see_other_processes_at_once(tmp_path: Path, no_auto_maintenance: dict[str, str]) -> None:
     """The per-version row cache and the next-manifest freshness check never serve a stale answer: a
     write by another process (declare, compaction, clean-up, drop) is visible to the very next call."""

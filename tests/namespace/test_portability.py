@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import lance_namespace as ln
+import pytest
 
 from airflow_provider_lance.namespace import IMPL, DirectoryNamespace
 
@@ -17,6 +18,7 @@ def test_impl_is_the_class_path() -> None:
     assert isinstance(ln.connect(IMPL, {"root": "/tmp"}), DirectoryNamespace)
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_a_fresh_process_connects_by_class_path(tmp_path: Path) -> None:
     ns = DirectoryNamespace(root=str(tmp_path))
     ns.create_namespace(ln.CreateNamespaceRequest(id=["made_here"]))

@@ -29,7 +29,7 @@ def uv(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
                 [python, "-m", "uv", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=300
             )
-    pytest.skip("uv is not installed")
+    pytest.fail("uv is not installed: make installs it (python3 -m pip install uv)")
 
 
 @pytest.fixture(scope="module")

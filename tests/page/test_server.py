@@ -15,11 +15,13 @@ from tests.browser import free_port
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_page_package_does_not_import_airflow() -> None:
     code = "import sys, airflow_provider_lance.page; assert not any(m.split('.')[0] == 'airflow' for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=120)
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_command_line_server(root: Path) -> None:
     port = free_port()
     command = [sys.executable, "-m", "airflow_provider_lance.page", "--root", str(root), "--port", str(port)]

@@ -25,7 +25,8 @@ _VENV_BIN = Path(sys.executable).parent
 
 @contextmanager
 def serve_app(app: ASGIApp) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on an ephemeral loopback port; yields ``http://127.0.0.1:PORT``."""
+    """Serve ``app`` with uvicorn on an ephemeral loopback port; yields ``http://127.0.0.1:PORT``. On leaving, the
+    server is told to exit and finishes its graceful shutdown in its own (daemon) thread."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -40,9 +41,10 @@ def serve_app(app: ASGIApp) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
+        # The server stops in the background: it takes no request once told to exit, and its graceful shutdown
+        # (connections closed, the app's lifespan ended, the socket closed by uvicorn) took 0.3-0.4 s of every
+        # test that served an app (38 s of the 60 s of tests/upstream/test_namespace_dir.py, --durations).
         server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
 
 
 @contextmanager

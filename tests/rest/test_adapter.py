@@ -90,6 +90,7 @@ def test_an_operation_the_implementation_lacks_names_it_without_a_traceback(adap
         assert 'lance_rest_namespace_errors_total{code="18",operation="batch_create_table_versions"} 1.0' in metrics
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_the_command_serves_another_implementation_behind_the_same_security(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text("s3cret\n")
@@ -110,6 +111,7 @@ def test_the_command_serves_another_implementation_behind_the_same_security(tmp_
     assert reference.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["a"]
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_an_implementation_that_cannot_be_built_stops_the_command_with_its_reason(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="did not start") as raised:
         ServerProcess(["--impl", "no_such.Namespace", "--property", "secret_key=hunter2-secret"])

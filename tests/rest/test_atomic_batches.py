@@ -12,11 +12,14 @@ from pathlib import Path
 import lance
 import lance_namespace as ln
 import pyarrow as pa
+import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.rest.client import RestNamespace
 from airflow_provider_lance.staging import StagingNamespace, stage_data
 from tests.rest.servers import ServerProcess
+
+pytestmark = pytest.mark.slow  # starts processes of its own
 
 CLIENTS, ROUNDS, TABLES = 8, 10, ("a", "b", "c")
 

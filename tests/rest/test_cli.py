@@ -16,6 +16,8 @@ import pytest
 
 from tests.rest.servers import ServerProcess
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 SECRET = "sk-cli-NeverInTheLog-9"
 
 
@@ -133,6 +135,17 @@ def _principals_file(path: Path, tokens: dict[str, str]) -> None:
     path.write_text(json.dumps({"principals": principals}))
 
 
+def _logged(server: ServerProcess, text: str, times: int) -> None:
+    """Wait until the server's log holds ``text`` ``times`` times (one line per worker): the event a test orders
+    by, not a guessed sleep."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while sum(text in line for line in server.stderr_lines) < times:
+        assert time.monotonic() < deadline, f"the server never logged {text!r} {times} time(s)"
+        time.sleep(0.05)
+
+
 def _children(pid: int) -> set[str]:
     return set(subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split())
 
@@ -144,7 +157,6 @@ def test_sighup_rereads_the_principals_in_every_worker(root: Path, tmp_path: Pat
     no longer parses leaves the previous principals in force."""
     import os
     import signal
-    import time
 
     path = tmp_path / "principals.json"
     steady, old, new = "steady-" + "1" * 20, "old-" + "2" * 20, "new-" + "3" * 20
@@ -177,13 +189,11 @@ def test_sighup_rereads_the_principals_in_every_worker(root: Path, tmp_path: Pat
             children = _children(server.process.pid)
             _principals_file(path, {"steady": steady, "new": new})
             os.kill(server.process.pid, signal.SIGHUP)
-            deadline = time.monotonic() + 20
-            while status(new) != {200} and time.monotonic() < deadline:
-                time.sleep(0.2)
+            _logged(server, "Principals reloaded", workers)
             assert status(new) == {200} and status(old) == {401}
             path.write_text("{not json")
             os.kill(server.process.pid, signal.SIGHUP)
-            time.sleep(1)
+            _logged(server, "Principals not reloaded", workers)
             assert status(new) == {200}  # the broken file changed nothing
         finally:
             stop.set()
@@ -245,14 +255,13 @@ def test_sighup_without_principals_changes_nothing(root: Path) -> None:
     """Without principals SIGHUP neither ends nor replaces a worker (its default action would end it)."""
     import os
     import signal
-    import time
 
     with ServerProcess(["--root", str(root), "--workers", "2", "--no-page"]) as server:
         with httpx.Client(base_url=server.url, timeout=60) as http:
             assert http.get("/v1/namespace/$/list").status_code == 200
         workers = _children(server.process.pid)
         os.kill(server.process.pid, signal.SIGHUP)
-        time.sleep(2)
+        _logged(server, "SIGHUP: no principals file to re-read", 2)  # both workers got it and live on
         for _ in range(8):
             with httpx.Client(base_url=server.url, timeout=60) as http:
                 assert http.get("/v1/namespace/$/list").status_code == 200

@@ -16,10 +16,12 @@ from airflow_provider_lance.rest.client import RestNamespace
 from tests.rest.servers import ServerProcess
 from tests.s3.conftest import moto_server, s3_props, s3_root  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 CLIENTS, OWN_TABLES, CONTESTED = 8, 6, 4
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
 def properties(request: pytest.FixtureRequest, root: Path) -> dict[str, str]:
     if request.param == "s3":  # catalog writes only: no credentials to vend (the command refuses the server's own)
         return {k: v for k, v in request.getfixturevalue("s3_props").items() if k != "credential_vending_enabled"}

@@ -137,6 +137,18 @@ def test_entries_json_round_trip(tmp_path: Path, namespace: ln.LanceNamespace) -
         st.entries_from_json('{"nope": 1}')
 
 
+def test_entries_paths_follow_the_engine_root_rule(tmp_path: Path) -> None:
+    """A ``file://`` URI is percent-decoded as the engine decodes a root, a plain path is literal: the URI of a
+    directory named ``a #b%41`` reaches that directory, not ``a%20%23b%2541``."""
+    from airflow_provider_lance.namespace.storage import normalize_root
+
+    entries = [ln.CreateTableVersionEntry(id=["t"], version=2, manifest_path="p/_versions/2.manifest-u")]
+    directory = tmp_path / "a #b%41"
+    st.write_entries(entries, f"{normalize_root(str(directory))}/entries.json")
+    assert [p.name for p in tmp_path.iterdir()] == [directory.name]
+    assert st.read_entries(directory / "entries.json") == entries
+
+
 def test_a_failed_first_write_leaves_no_declared_table(tmp_path) -> None:
     """stage_data declares a new table, then writes: when the write fails, the declaration is taken back, so no
     declared-but-empty table is left for readers (issue 12, point 9)."""

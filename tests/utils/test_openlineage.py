@@ -11,7 +11,8 @@ from airflow_provider_lance.utils.openlineage import catalog_uri, openlineage_lo
     ("root", "expected"),
     [
         ("s3://AKIA:s3cr3t@bucket/warehouse/", "s3://bucket/warehouse"),
-        ("az://container/wh?sig=s3cr3t#frag", "az://container/wh"),
+        ("s3://b/has#x", "s3://b/has%23x"),  # the engine's root: '#' and '?' are part of the path
+        ("/data/a?b c", "file:///data/a%3Fb%20c"),
         ("gs://bucket", "gs://bucket"),
         ("/data/lance/", "file:///data/lance"),
         ("file:///data/lance", "file:///data/lance"),

@@ -18,9 +18,9 @@ from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.data.access import locate, pylance_errors, read_dataset, table_dataset
 from airflow_provider_lance.namespace.manifest_rows import TABLE
 
-# A fragment with fewer rows than this is "small" (compaction would merge it): lance's default
-# ``target_rows_per_fragment`` of compaction.
-SMALL_FRAGMENT_ROWS = 1024 * 1024
+# A fragment with fewer rows than this is "small" in table stats (compaction would merge it): a fact of Lance, its
+# default ``target_rows_per_fragment`` of compaction (not a tuning constant, so not tuning.SMALL_FRAGMENT_ROWS).
+COMPACTION_TARGET_ROWS = 1024 * 1024
 _PERCENTILES = (25, 50, 75, 99)
 _QueryLike = ln.QueryTableRequest | ln.AnalyzeTableQueryPlanRequest
 
@@ -117,7 +117,7 @@ def _full_text(query: _QueryLike) -> str | dict[str, Any]:
 
 def get_table_stats(catalog: Catalog, request: ln.GetTableStatsRequest) -> ln.GetTableStatsResponse:
     """GetTableStats: bytes on disk, rows, indices and the distribution of fragment lengths (physical rows;
-    a fragment under ``SMALL_FRAGMENT_ROWS`` rows is small)."""
+    a fragment under ``COMPACTION_TARGET_ROWS`` rows is small)."""
     table = locate(catalog, request.id)
     dataset = read_dataset(catalog, table, branch=request.branch)
     with pylance_errors(f"stats of '{table.object_id}'"):
@@ -131,7 +131,7 @@ def get_table_stats(catalog: Catalog, request: ln.GetTableStatsRequest) -> ln.Ge
         num_indices=num_indices,
         fragment_stats=FragmentStats(
             num_fragments=len(lengths),
-            num_small_fragments=sum(1 for length in lengths if length < SMALL_FRAGMENT_ROWS),
+            num_small_fragments=sum(1 for length in lengths if length < COMPACTION_TARGET_ROWS),
             lengths=_summary(lengths),
         ),
     )

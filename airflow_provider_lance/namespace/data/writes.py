@@ -19,7 +19,6 @@ from airflow_provider_lance.namespace.data.access import (
     write_dataset,
 )
 
-_CREATE_MODES = {"create": "create", "existok": "exist_ok", "exist_ok": "exist_ok", "overwrite": "overwrite"}
 _WRITE_MODES = ("append", "overwrite")
 
 
@@ -30,9 +29,7 @@ def create_table(
     declaration back). ``mode``: ``create`` (default), ``exist_ok`` (an existing table is answered untouched)
     or ``overwrite`` (an existing table gets the body as a new version)."""
     parts = ids.validate_identifier(request.id, "table")
-    mode = _CREATE_MODES.get((request.mode or "create").lower())
-    if mode is None:
-        raise ln.InvalidInputError(f"Unsupported create_table mode {request.mode!r}: use create, exist_ok or overwrite")
+    mode = ids.create_mode(request.mode, ("create", "exist_ok", "overwrite"), "CreateTable")
     data = read_ipc(request_data, "create_table")
     try:
         table = catalog.find_table(parts)
