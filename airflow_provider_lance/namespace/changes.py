@@ -271,30 +271,27 @@ class ChangeFeed:
             self._dataset = self._dataset.checkout_version(version)
         return self._dataset
 
-    def _open_known(self, version: int, position: _Position) -> lance.LanceDataset:
-        try:
-            return self._open(version)
-        except (ValueError, OSError) as error:
-            if is_not_found_error(error) or "not found" in str(error).lower():
-                self._dataset = None
-                raise self._expired(position, f"__manifest version {version} is no longer kept") from None
-            raise
-
     def _read(self, position: _Position, newest: int, limit: int) -> ChangesPage:
-        if position.version:
-            below = self._open_known(position.version, position)
-            if _micros(below) != position.micros:
-                raise self._expired(position, f"__manifest version {position.version} was written again")
-        else:
-            below = None
+        """The walk from the cursor's version to ``newest``; a version (or its rows) cleaned up meanwhile means
+        the cursor is older than the kept history."""
+        try:
+            return self._walk(position, newest, limit)
+        except (ValueError, OSError) as error:
+            if not is_not_found_error(error):
+                raise
+            self._dataset = None
+            raise self._expired(position, f"a __manifest version after it is no longer kept: {error}") from None
+
+    def _walk(self, position: _Position, newest: int, limit: int) -> ChangesPage:
+        below = self._open(position.version) if position.version else None
+        if below is not None and _micros(below) != position.micros:
+            raise self._expired(position, f"__manifest version {position.version} was written again")
         changes: list[Change] = []
         last = position
         for version in range(position.version + 1, min(newest, position.version + CHANGES_VERSIONS_PER_POLL) + 1):
-            below_keys = fragment_keys(below.get_fragments()) if below is not None else {}
-            below_dataset = below
-            current = self._open_known(version, position)
+            current = self._open(version)
+            events, run = self._events(below, current)
             last = _Position(version, _micros(current))
-            events, run = self._events(below_dataset, below_keys, current)
             below = current
             if events:
                 stamp = datetime.fromtimestamp(last.micros / 1_000_000, tz=UTC).isoformat()
@@ -303,13 +300,9 @@ class ChangeFeed:
                     break
         return ChangesPage(changes, last.encode(), more=last.version < newest)
 
-    def _events(
-        self,
-        below: lance.LanceDataset | None,
-        below_keys: dict[int, Any],
-        current: lance.LanceDataset,
-    ) -> tuple[list[Event], Run | None]:
+    def _events(self, below: lance.LanceDataset | None, current: lance.LanceDataset) -> tuple[list[Event], Run | None]:
         """What one version changed against the version below it: only the fragments that differ are read."""
+        below_keys = fragment_keys(below.get_fragments()) if below is not None else {}
         keys = fragment_keys(current.get_fragments())
         gone = [number for number, key in below_keys.items() if keys.get(number) != key]
         new = [number for number, key in keys.items() if below_keys.get(number) != key]
