@@ -21,12 +21,13 @@ storage request, or one long-poll over REST) and each trigger filters the change
 
 **Where the cursor lives**: in an Airflow Variable, ``lance_changes__<conn id>__<consumer>`` — the consumer's
 position in the metadata database, which every triggerer of the deployment reads. On Airflow ≥ 3.3 the stream
-runs in *ack mode*: the cursor moves past a change only once every trigger's asset event for it was stored in
-the metadata database, so a triggerer killed at any moment resumes at the first change not yet turned into
-events: nothing is lost; a change is delivered twice only when the kill falls between the confirmation and
-the Variable's write (milliseconds). On Airflow 3.0-3.2 (no shared streams) each trigger follows the feed on its
-own, with a Variable of its own (the key has the trigger's filter appended), saved when the triggerer asks for
-the next event: a kill in the second between an event and its storage may lose that event.
+runs in *ack mode*: the cursor moves past a change only once the triggerer heard that every trigger's asset event
+for it was stored in the metadata database, so a triggerer killed at any moment resumes at the first change it
+had not heard of: nothing is lost; a change is delivered twice only when the kill falls between the storage of
+its event and the triggerer's next state sync (about a second) with the Variable's write (docs/change-feed.md,
+"Restarts"). On Airflow 3.0-3.2 (no shared streams) each trigger follows the feed on its own, with a Variable of
+its own (the key has the trigger's filter appended), saved when the triggerer asks for the next event: a kill in
+the second between an event and its storage may lose that event.
 
 A cursor older than the catalog's kept history fails the trigger with the feed's resynchronise error: delete
 the Variable to start again from the catalog's present.
