@@ -221,19 +221,24 @@ class ChangeFeed:
     _dataset: lance.LanceDataset | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def changes(self, since: str | None = None, limit: int | None = None) -> ChangesPage:
+    def changes(self, since: str | None = None, limit: int | None = None, back: int | None = None) -> ChangesPage:
         """The changes after ``since`` in commit order, at most ``limit``, and the cursor to resume from.
 
         :param since: a cursor this feed answered; None starts from now (no changes, the current cursor).
         :param limit: the most changes to answer (default and upper bound ``CHANGES_LIMIT``).
+        :param back: instead of ``since``: start this many ``__manifest`` versions back (at most the history
+            kept; a page's "latest changes"). Costs what reading those versions costs.
         """
         self.catalog.require_manifest("The change feed")
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-            raise ln.InvalidInputError(f"Invalid limit {limit!r}: expected a positive integer")
-        limit = min(limit or CHANGES_LIMIT, CHANGES_LIMIT)
+        limit = min(_positive(limit, "limit") or CHANGES_LIMIT, CHANGES_LIMIT)
+        back = _positive(back, "back")
+        if back is not None and since is not None:
+            raise ln.InvalidInputError("Give either a cursor ('since') or 'back', not both")
         position = _Position.decode(since) if since is not None else None
         with self._lock:
             newest = self._newest()
+            if back is not None:
+                position = self._back(newest, min(back, CHANGES_VERSIONS_PER_POLL))
             if position is None:
                 return ChangesPage([], self._now(newest).encode())
             if newest == position.version:
@@ -252,6 +257,12 @@ class ChangeFeed:
         head = storage.first_entry(ids.versions_dir(ids.MANIFEST_DIR))
         parsed = ids.parse_manifest_name(head[0]) if head else None
         return parsed[0] if parsed and parsed[1] == ids.V2 else 0
+
+    def _back(self, newest: int, back: int) -> _Position:
+        """The position ``back`` versions before ``newest``, or the oldest version kept (one listing)."""
+        names = self.catalog.storage.list_names(ids.versions_dir(ids.MANIFEST_DIR))
+        kept = [p[0] for p in map(ids.parse_manifest_name, names) if p is not None and p[1] == ids.V2]
+        return self._now(max(newest - back, min(kept, default=0)))
 
     def _now(self, newest: int) -> _Position:
         return _Position(newest, _micros(self._open(newest))) if newest else _Position(0, 0)
@@ -370,6 +381,12 @@ class ChangeFeed:
             f"The change cursor (__manifest version {position.version}) is older than the history this catalog "
             f"keeps ({why}): resynchronise — read the state you need, then follow changes(since=None)"
         )
+
+
+def _positive(value: int | None, name: str) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ln.InvalidInputError(f"Invalid {name} {value!r}: expected a positive integer")
+    return value
 
 
 def _is_rewrite(dataset: lance.LanceDataset) -> bool:

@@ -75,16 +75,17 @@ class DirectoryNamespace(ln.LanceNamespace):
         ):
             return versions.batch_delete_versions_of_tables(self.catalog, parsed)
 
-    def changes(self, since: str | None = None, limit: int | None = None) -> ChangesPage:
+    def changes(self, since: str | None = None, limit: int | None = None, back: int | None = None) -> ChangesPage:
         """The catalog's change feed (ours, not the spec's; docs/change-feed.md): every commit to ``__manifest``
         after the cursor ``since``, oldest first, and the cursor to resume from. An idle poll is one storage
         request; a cursor older than the kept history raises ``CursorExpiredError`` (resynchronise).
 
         :param since: a cursor answered before; None starts from now.
         :param limit: the most changes to answer.
+        :param back: instead of ``since``: the changes of the last ``back`` ``__manifest`` versions kept.
         """
         with namespace_errors("changes", self.catalog.storage.root), self.catalog.manifest.operation():
-            return run_on_python_thread(lambda: self._feed.changes(since, limit))
+            return run_on_python_thread(lambda: self._feed.changes(since, limit, back))
 
     def __repr__(self) -> str:
         return f"DirectoryNamespace(root={self.config.root!r})"

@@ -202,7 +202,9 @@ def test_commits_outside_airflow_start_one_run_each_and_survive_a_triggerer_kill
     )
     assert len(runs) == COMMITS and {state for _, state, _ in runs} == {"success"}, runs
     # each run read the version that started it, with as many rows as that commit held
-    results = airflow.query("select run_id, value from xcom where dag_id = ? and task_id = 'read_pinned'", DAG_ID)
+    results = airflow.query(
+        "select run_id, value from xcom where dag_id = ? and task_id = 'read_pinned' and key = 'return_value'", DAG_ID
+    )
     read = sorted(json.loads(value)["sales.orders"]["version"] for _, value in results)
     assert read == list(range(1, COMMITS + 1))
     for _, value in results:

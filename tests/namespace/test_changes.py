@@ -178,3 +178,18 @@ def test_commits_of_the_reference_are_in_the_feed(tmp_path: Path) -> None:
         [("namespace_created", "ref", None)],
         [("table_declared", "ref$t", None)],
     ]
+
+
+def test_back_answers_the_latest_changes_kept(tmp_path: Path, monkeypatch) -> None:
+    ns = make_ns(tmp_path, managed=False)
+    for name in ("a", "b", "c"):
+        ns.create_namespace(ln.CreateNamespaceRequest(id=[name]))
+    assert [c.events[0].id for c in ns.changes(back=2).changes] == [["b"], ["c"]]
+    assert [c.events[0].id for c in ns.changes(back=100).changes] == [["a"], ["b"], ["c"]]
+    monkeypatch.setattr("airflow_provider_lance.namespace.maintenance.REVALIDATE_AFTER", timedelta(0))
+    maintain_manifest(ns, compact=False, older_than=timedelta(0))  # only the newest version is kept
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["d"]))
+    fresh = DirectoryNamespace(root=str(tmp_path))
+    assert [c.events[0].id for c in fresh.changes(back=100).changes] == [["d"]]
+    with pytest.raises(ln.InvalidInputError, match="not both"):
+        ns.changes(since=ns.changes().cursor, back=1)
