@@ -1,7 +1,8 @@
 """``GET /ext/v1/changes``: the catalog's change feed over HTTP — an extension of our server, not a route of the
 Lance REST Namespace spec (docs/change-feed.md).
 
-Query parameters: ``since`` (a cursor; absent = from now), ``limit`` (most changes), ``wait`` (seconds, at
+Query parameters: ``since`` (a cursor; absent = from now), ``limit`` (most changes), ``back`` (instead of
+``since``: the changes of the last ``back`` ``__manifest`` versions kept, for "latest changes"), ``wait`` (seconds, at
 most :data:`MAX_WAIT_SECONDS`: answer as soon as a change the caller may see lands, or empty when the wait is
 over), ``namespace`` (only changes at or below this namespace; its parts joined by ``delimiter``, ``$`` by
 default, as in the protocol's paths). The answer is ``{"changes": [...], "cursor": ..., "more": ...}``.
@@ -114,8 +115,13 @@ class ChangeFeedRoute:
     async def respond(self, query_string: bytes, principal: Principal | None) -> Response:
         """The answer to one request (its query string, its authenticated caller)."""
         try:
-            since, limit, wait, namespace = _parse(query_string)
-            page = await self._wait(since, limit, wait, principal, namespace)
+            since, limit, back, wait, namespace = _parse(query_string)
+            if back is not None:  # the latest changes: no waiting, nothing shared
+                page = visible_page(
+                    await self._run(lambda: self._changes(limit=limit, back=back)), principal, namespace
+                )
+            else:
+                page = await self._wait(since, limit, wait, principal, namespace)
         except CursorExpiredError as error:
             return JSONResponse({"error": str(error), "code": int(error.code), "resync": True}, status_code=410)
         except LanceNamespaceError as error:
@@ -153,21 +159,22 @@ class ChangeFeedRoute:
         return await asyncio.shield(running)
 
 
-def _parse(query_string: bytes) -> tuple[str | None, int | None, float, tuple[str, ...]]:
+def _parse(query_string: bytes) -> tuple[str | None, int | None, int | None, float, tuple[str, ...]]:
     query = dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True))
-    unknown = sorted(set(query) - {"since", "limit", "wait", "namespace", "delimiter"})
+    unknown = sorted(set(query) - {"since", "limit", "back", "wait", "namespace", "delimiter"})
     if unknown:
         raise _invalid(f"Unknown query parameter(s) of {PATH}: {', '.join(unknown)}")
     try:
         limit = int(query["limit"]) if query.get("limit") else None
+        back = int(query["back"]) if query.get("back") else None
         wait = float(query.get("wait") or 0)
     except ValueError:
-        raise _invalid("'limit' must be an integer and 'wait' a number of seconds") from None
+        raise _invalid("'limit' and 'back' must be integers and 'wait' a number of seconds") from None
     if not 0 <= wait <= MAX_WAIT_SECONDS:
         raise _invalid(f"'wait' must be between 0 and {MAX_WAIT_SECONDS:g} seconds")
     delimiter = query.get("delimiter") or "$"
     namespace = tuple(query["namespace"].split(delimiter)) if query.get("namespace") else ()
-    return query.get("since") or None, limit, wait, namespace
+    return query.get("since") or None, limit, back, wait, namespace
 
 
 def _invalid(message: str) -> LanceNamespaceError:

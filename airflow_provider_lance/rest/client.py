@@ -74,6 +74,7 @@ class RestNamespace(lance.namespace.RestNamespace):
         limit: int | None = None,
         wait: float | None = None,
         namespace: list[str] | None = None,
+        back: int | None = None,
     ) -> ChangesPage:
         """The server's change feed (``GET /ext/v1/changes``, ours, not the spec's; docs/change-feed.md): the
         changes after ``since`` the caller may read, and the cursor to resume from.
@@ -82,9 +83,10 @@ class RestNamespace(lance.namespace.RestNamespace):
         :param limit: the most changes to answer.
         :param wait: seconds the server may hold the request until a change lands (long-poll).
         :param namespace: only changes at or below this namespace.
+        :param back: instead of ``since``: the changes of the last ``back`` ``__manifest`` versions kept.
         :raises CursorExpiredError: the cursor is older than the history the catalog keeps (resynchronise).
         """
-        query = {"since": since, "limit": limit, "wait": wait, "delimiter": self._delimiter}
+        query = {"since": since, "limit": limit, "back": back, "wait": wait, "delimiter": self._delimiter}
         if namespace:
             query["namespace"] = self._delimiter.join(namespace)
         url = f"{self._uri}{CHANGES_PATH}?{urlencode({k: v for k, v in query.items() if v is not None})}"

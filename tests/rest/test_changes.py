@@ -180,3 +180,12 @@ def test_curl(secured: str, catalog: DirectoryNamespace) -> None:
     url = f"{secured}{CHANGES_PATH}?since={cursor}&wait=5"
     answer = json.loads(subprocess.run(["curl", "-sf", "-H", header, url], capture_output=True, check=True).stdout)
     assert [e["id"] for c in answer["changes"] for e in c["events"]] == [["a", "c"]]
+
+
+def test_back_answers_the_latest_changes_the_caller_may_read(secured: str, catalog: DirectoryNamespace) -> None:
+    batch(catalog, stage(catalog, {("a", "t"): data_rows(2), ("ab", "t"): data_rows(1)}))
+    assert _seen(_as(secured, "reader").changes(back=3)) == [[("version_created", "a.t", 1)]]
+    assert _seen(_as(secured, "root").changes(back=3))[-1] == [
+        ("version_created", "a.t", 1),
+        ("version_created", "ab.t", 1),
+    ]
