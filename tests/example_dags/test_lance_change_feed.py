@@ -173,7 +173,6 @@ def _runs(airflow: _Airflow) -> list[tuple[str, str, str]]:
 def test_commits_outside_airflow_start_one_run_each_and_survive_a_triggerer_kill(stack) -> None:
     airflow, url = stack
     _wait("the triggerer to follow the catalog", airflow.saved_cursor, airflow, 180)
-    committed: list[float] = []
     for number in range(1, COMMITS + 1):
         if number == KILL_AFTER + 1:  # killed between commits; this commit lands while no triggerer runs
             # between commits: once the triggerer heard that the last event was stored and saved the cursor
@@ -181,7 +180,6 @@ def test_commits_outside_airflow_start_one_run_each_and_survive_a_triggerer_kill
             last = _asset_events(airflow)[-1]["payload"]["cursor"]
             _wait("the cursor saved past the last event", lambda c=last: airflow.saved_cursor() == c, airflow)
             airflow.kill("triggerer")
-        committed.append(time.time())
         _commit(url, rows=number, first=number == 1)
         if number == KILL_AFTER + 1:
             time.sleep(2)
@@ -210,10 +208,13 @@ def test_commits_outside_airflow_start_one_run_each_and_survive_a_triggerer_kill
     for _, value in results:
         table = json.loads(value)["sales.orders"]
         assert table["rows"] == sum(range(1, table["version"] + 1))
-    # commit -> run queued (the restarted triggerer's commit apart: it waited for the restart)
-    queued = [datetime.fromisoformat(q).timestamp() for _, _, q in runs]
-    latencies = [q - c for n, (q, c) in enumerate(zip(queued, committed, strict=True), 1) if n != KILL_AFTER + 1]
+    # commit (the __manifest commit's time, in the event) -> run queued; the commit made while no triggerer ran
+    # apart (it waited for the restart)
+    queued = [datetime.fromisoformat(q + "+00:00").timestamp() for _, _, q in runs]
+    made = [datetime.fromisoformat(event["payload"]["timestamp"]).timestamp() for event in events]
+    latencies = sorted(q - c for n, (q, c) in enumerate(zip(queued, made, strict=True), 1) if n != KILL_AFTER + 1)
     print(
         f"commit -> run queued over REST long-poll: p50 {statistics.median(latencies):.2f} s, "
-        f"max {max(latencies):.2f} s ({len(latencies)} commits)"
+        f"max {latencies[-1]:.2f} s ({len(latencies)} commits)"
     )
+    assert latencies[-1] < 30  # bounded (the figures: docs/benchmarks.md); timings are not asserted tightly
