@@ -217,4 +217,3 @@ def test_commits_outside_airflow_start_one_run_each_and_survive_a_triggerer_kill
         f"commit -> run queued over REST long-poll: p50 {statistics.median(latencies):.2f} s, "
         f"max {latencies[-1]:.2f} s ({len(latencies)} commits)"
     )
-    assert latencies[-1] < 30  # bounded (the figures: docs/benchmarks.md); timings are not asserted tightly
