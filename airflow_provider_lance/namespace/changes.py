@@ -64,8 +64,8 @@ KINDS = (
 )
 # The version metadata by which the provider's operators record the committing run (operators/commit.py):
 # ``<dag_id>/<run_id>`` and ``<dag_id>/<run_id>/<task_id>/<map_index>``.
-RUN_ID_KEY = "airflow_run_id"
-RUN_KEY_KEY = "airflow_run_key"
+RUN_ID_METADATA = "airflow_run_id"
+RUN_KEY_METADATA = "airflow_run_key"
 _CURSOR_PREFIX = "c1."
 
 
@@ -111,11 +111,11 @@ class Run:
 
         :param metadata: the version's own metadata.
         """
-        run = (metadata or {}).get(RUN_ID_KEY)
+        run = (metadata or {}).get(RUN_ID_METADATA)
         if not run or "/" not in run:
             return None
         dag_id, _, run_id = run.partition("/")
-        key = (metadata or {}).get(RUN_KEY_KEY, "")
+        key = (metadata or {}).get(RUN_KEY_METADATA, "")
         task = key[len(run) + 1 :].rsplit("/", 1)[0] if key.startswith(run + "/") else ""
         return cls(dag_id, run_id, task or None)
 

@@ -22,9 +22,10 @@ import lance
 import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
+from airflow_provider_lance.namespace.changes import RUN_ID_METADATA, RUN_KEY_METADATA
+from airflow_provider_lance.namespace.changes import Run as CommittingRun
 from airflow_provider_lance.namespace.identifiers import VERSIONS_DIR, parse_staged_manifest_name
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
-from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +72,10 @@ class Run:
 
         :param metadata: the version's metadata.
         """
-        run = (metadata or {}).get(RUN_ID_METADATA)
-        if not run:
+        found = CommittingRun.of(metadata)
+        if found is None:
             return None
-        dag_id, _, run_id = run.partition("/")
-        key = (metadata or {}).get(RUN_KEY_METADATA, "")
-        task = key[len(run) + 1 :].rsplit("/", 1)[0] if key.startswith(run + "/") else None
-        return cls(run=run, dag_id=dag_id, run_id=run_id, task_id=task or None)
+        return cls(f"{found.dag_id}/{found.run_id}", found.dag_id, found.run_id, found.task_id)
 
 
 @dataclass
