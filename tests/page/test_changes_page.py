@@ -58,9 +58,10 @@ def test_the_home_page_shows_the_latest_changes(page_url: str, tab: WatchedPage)
     assert "manual__2026-11-27" in batch_line and "DAG etl" in batch_line
     assert any("namespace created sales" in line for line in lines)
     tab.screenshot("latest-changes")
-    tab.tab.locator("table.changes tbody tr").nth(1).get_by_role("link", name="v1").first.click()
+    tab.tab.locator("table.changes tbody tr").nth(1).locator("a.version[href*=orders]").click()
     tab.tab.wait_for_load_state("load")
-    assert "sales.orders" in tab.tab.locator("main").inner_text()  # the version's page
+    version_line = tab.tab.locator("main tbody tr").inner_text().split("\t")
+    assert version_line[:2] == ["sales.orders", "1"] and version_line[4] == "3"  # the version's page: 3 rows
     tab.open(page_url + "/")
     tab.tab.locator("table.changes tbody tr").nth(1).get_by_role("link", name="manual__2026-11-27").click()
     tab.tab.wait_for_load_state("load")
