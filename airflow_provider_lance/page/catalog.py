@@ -359,11 +359,23 @@ class CatalogReader:
             try:
                 number = self._describe(table_id).version
                 if number is not None:
-                    line.version = self.version(table_id, int(number))
+                    line.version = self._version_line(table_id, int(number))
             except (ln.LanceNamespaceError, OSError, ValueError):  # not readable now: the name alone
                 pass
             lines.append(line)
         return lines
+
+    def _version_line(self, table_id: list[str], number: int) -> VersionRow:
+        """A version's commit time, run and rows, without what only its history shows (operation, size): the
+        rows from the summary in its manifest (one read)."""
+        version = self.namespace.describe_table_version(
+            ln.DescribeTableVersionRequest(id=table_id, version=number)
+        ).version
+        summary = self.dataset(table_id, number).get_version().get("metadata") or {}
+        rows = int(summary["total_rows"]) if "total_rows" in summary else None
+        return VersionRow(
+            number, _timestamp(version.timestamp_millis), rows=rows, run=Run.from_metadata(version.metadata)
+        )
 
     # ------------------------------------------------------------------ tables
 
