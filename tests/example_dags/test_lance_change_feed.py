@@ -30,6 +30,7 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.rest import ServerSettings
 from airflow_provider_lance.rest.client import RestNamespace
 from tests.airflow_helpers import AIRFLOW_BIN, conn_json, migrate_airflow_db
+from tests.browser import free_port
 from tests.rest.servers import serve_namespace
 
 pytestmark = [pytest.mark.airflow, pytest.mark.timeout(600)]
@@ -40,14 +41,6 @@ TABLE = ["sales", "orders"]
 COMMITS = 6  # the issue asks 20; 6 keep the test near two minutes here, the latencies are in docs/benchmarks.md
 KILL_AFTER = 3  # the triggerer is killed once this many commits became asset events
 TOKEN = "change-feed-token"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class _Airflow:
@@ -116,7 +109,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[_Airflow, 
     engine = DirectoryNamespace(root=str(root), table_version_management="true")
     engine.create_namespace(ln.CreateNamespaceRequest(id=TABLE[:1]))
     with serve_namespace(engine, ServerSettings(tokens=frozenset({TOKEN}))) as url:
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ,
             "AIRFLOW_HOME": str(home),
