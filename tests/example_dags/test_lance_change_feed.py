@@ -38,7 +38,9 @@ pytestmark = [pytest.mark.airflow, pytest.mark.timeout(600)]
 REPO = Path(__file__).resolve().parents[2]
 DAG_ID = "lance_change_feed"
 TABLE = ["sales", "orders"]
-COMMITS = 6  # the issue asks 20; 6 keep the test near two minutes here, the latencies are in docs/benchmarks.md
+# The issue asks 20; 6 keep the test near three minutes on the shared machine (LANCE_CHANGE_FEED_COMMITS=20 for
+# the figures in docs/change-feed.md)
+COMMITS = int(os.environ.get("LANCE_CHANGE_FEED_COMMITS", "6"))
 KILL_AFTER = 3  # the triggerer is killed once this many commits became asset events
 TOKEN = "change-feed-token"
 
@@ -206,7 +208,8 @@ def test_commits_outside_airflow_start_one_run_each_and_survive_a_triggerer_kill
     queued = [datetime.fromisoformat(q + "+00:00").timestamp() for _, _, q in runs]
     made = [datetime.fromisoformat(event["payload"]["timestamp"]).timestamp() for event in events]
     latencies = sorted(q - c for n, (q, c) in enumerate(zip(queued, made, strict=True), 1) if n != KILL_AFTER + 1)
+    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
     print(
-        f"commit -> run queued over REST long-poll: p50 {statistics.median(latencies):.2f} s, "
+        f"commit -> run queued over REST long-poll: p50 {statistics.median(latencies):.2f} s, p95 {p95:.2f} s, "
         f"max {latencies[-1]:.2f} s ({len(latencies)} commits)"
     )
