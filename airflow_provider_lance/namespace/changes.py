@@ -67,6 +67,9 @@ KINDS = (
 RUN_ID_METADATA = "airflow_run_id"
 RUN_KEY_METADATA = "airflow_run_key"
 _CURSOR_PREFIX = "c1."
+# The longest one wait for a change may last (the REST route's ``wait``; a proxy in front of a server usually cuts
+# idle requests at 60 s or more).
+MAX_WAIT_SECONDS = 50.0
 
 
 class CursorExpiredError(ln.InvalidInputError):

@@ -2,9 +2,9 @@
 Lance REST Namespace spec (docs/change-feed.md).
 
 Query parameters: ``since`` (a cursor; absent = from now), ``limit`` (most changes), ``back`` (instead of
-``since``: the changes of the last ``back`` ``__manifest`` versions kept, for "latest changes"), ``wait`` (seconds, at
-most :data:`MAX_WAIT_SECONDS`: answer as soon as a change the caller may see lands, or empty when the wait is
-over), ``namespace`` (only changes at or below this namespace; its parts joined by ``delimiter``, ``$`` by
+``since``: the changes of the last ``back`` ``__manifest`` versions kept, for "latest changes"), ``wait``
+(seconds, at most ``MAX_WAIT_SECONDS``: answer as soon as a change the caller may see lands, or empty when
+the wait is over), ``namespace`` (only changes at or below this namespace; its parts joined by ``delimiter``, ``$`` by
 default, as in the protocol's paths). The answer is ``{"changes": [...], "cursor": ..., "more": ...}``.
 
 Grants: a caller sees the events of objects it may read (a grant of level ``read`` covering the object); a
@@ -30,6 +30,7 @@ from lance_namespace import ErrorCode, InvalidInputError, LanceNamespaceError
 from starlette.responses import JSONResponse, Response
 
 from airflow_provider_lance.namespace.changes import (
+    MAX_WAIT_SECONDS,
     TABLE_DEREGISTERED,
     TABLE_REGISTERED,
     TABLE_RENAMED,
@@ -44,8 +45,6 @@ from airflow_provider_lance.rest.routes import CHANGES_PATH
 
 PATH = CHANGES_PATH
 SEGMENTS = tuple(PATH.strip("/").split("/"))
-# The longest long-poll a request may ask for (a proxy in front usually cuts idle requests at 60 s or more).
-MAX_WAIT_SECONDS = 50.0
 # How often a waiting request looks for a change (one storage request per look, shared by waiters at one cursor).
 POLL_SECONDS = 0.5
 

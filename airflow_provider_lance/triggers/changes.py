@@ -51,7 +51,7 @@ except ImportError:  # Airflow < 3.3: no shared streams, every trigger runs its 
     _ProducerBase = object  # type: ignore[assignment,misc]
 
 from airflow_provider_lance.hooks.lance import LanceHook
-from airflow_provider_lance.namespace.changes import KINDS, Change, ChangesPage
+from airflow_provider_lance.namespace.changes import KINDS, MAX_WAIT_SECONDS, Change, ChangesPage
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
 
 VARIABLE_PREFIX = "lance_changes"
@@ -99,7 +99,7 @@ class _Follower:
 
     def _poll(self, cursor: str) -> ChangesPage:
         if self._long_poll:
-            return self._namespace.changes(since=cursor, wait=self.poll_interval)
+            return self._namespace.changes(since=cursor, wait=min(self.poll_interval, MAX_WAIT_SECONDS))
         return self._namespace.changes(since=cursor)
 
     async def save(self, cursor: str) -> None:
