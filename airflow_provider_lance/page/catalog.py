@@ -318,7 +318,8 @@ class CatalogReader:
             return [], None
         try:
             page = changes(back=FEED_VERSIONS, limit=FEED_VERSIONS)
-        except (ln.UnsupportedOperationError, AttributeError):
+        except (ln.LanceNamespaceError, AttributeError) as error:  # no feed here (another server, no manifest)
+            log.debug("No change feed: %s", error)
             return [], None
         lines = []
         for change in reversed(page.changes):
@@ -339,7 +340,10 @@ class CatalogReader:
         deadline = time.monotonic() + seconds
         long_poll = "wait" in inspect.signature(changes).parameters
         while (left := deadline - time.monotonic()) > 0:
-            page = changes(since=since, wait=left) if long_poll else changes(since=since)
+            try:
+                page = changes(since=since, wait=left) if long_poll else changes(since=since)
+            except ln.LanceNamespaceError:  # a cursor too old or not the feed's: render the page anew
+                return
             if any(_change_line(change, namespace_id, None) for change in page.changes):
                 return
             since = page.cursor

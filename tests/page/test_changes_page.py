@@ -107,3 +107,8 @@ def test_a_namespace_page_lists_tables_with_their_latest_commit(page_url: str, t
     assert cells["orders"][:2] == ["1", "3"] and cells["items"][:2] == ["1", "2"]
     assert cells["orders"][2].startswith("20") and cells["orders"][3].startswith("manual__2026-11-27")
     tab.screenshot("namespace-tables")
+
+
+def test_a_refresh_with_a_stale_or_bad_cursor_renders_the_page(page_url: str, tab: WatchedPage) -> None:
+    assert tab.open(page_url + "/?since=not-a-cursor&wait=1").status == 200
+    assert _lines(tab)

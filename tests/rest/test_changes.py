@@ -189,3 +189,26 @@ def test_back_answers_the_latest_changes_the_caller_may_read(secured: str, catal
         ("version_created", "a.t", 1),
         ("version_created", "ab.t", 1),
     ]
+
+
+def test_the_catalog_page_shows_each_caller_the_changes_it_may_read(
+    catalog: DirectoryNamespace, tmp_path: Path
+) -> None:
+    from airflow_provider_lance.page import create_page_app
+    from airflow_provider_lance.rest.authorization import page_source
+
+    batch(catalog, stage(catalog, {("a", "t"): data_rows(2), ("ab", "t"): data_rows(1)}))
+    document = {
+        "principals": [
+            {"name": name, "tokens": [hash_secret(TOKENS[name])], "grants": grants} for name, grants in GRANTS.items()
+        ]
+    }
+    (tmp_path / "principals.json").write_text(json.dumps(document))
+    store = PrincipalStore(str(tmp_path / "principals.json"))
+    app = create_app(catalog, ServerSettings(principals=store), create_page_app(page_source(catalog)))
+    with serve_app(app) as url, httpx.Client(base_url=url) as http:
+        page = http.get("/", headers={"Authorization": f"Bearer {TOKENS['reader']}"}).text
+        everything = http.get("/", headers={"Authorization": f"Bearer {TOKENS['root']}"}).text
+    feed = page[page.index("Latest changes") : page.index("</section>")]
+    assert "a.t</a>" in feed and "ab.t" not in feed and "namespace created ab" not in feed
+    assert "ab.t</a>" in everything[everything.index("Latest changes") :]
