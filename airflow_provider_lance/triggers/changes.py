@@ -25,9 +25,12 @@ runs in *ack mode*: the cursor moves past a change only once the triggerer heard
 for it was stored in the metadata database, so a triggerer killed at any moment resumes at the first change it
 had not heard of: nothing is lost; a change is delivered twice only when the kill falls between the storage of
 its event and the triggerer's next state sync (about a second) with the Variable's write (docs/change-feed.md,
-"Restarts"). On Airflow 3.0-3.2 (no shared streams) each trigger follows the feed on its own, with a Variable of
-its own (the key has the trigger's filter appended), saved when the triggerer asks for the next event: a kill in
-the second between an event and its storage may lose that event.
+"Restarts").
+
+**Airflow ≥ 3.3 only** (the rest of the provider runs on 3.0+): before 3.3 there are no shared streams (one loop
+per trigger), no ack mode (nothing tells a trigger that its event was stored, so a restart could lose a commit),
+and triggerers of 3.1 cannot read Variables (apache/airflow#61676). Constructing the trigger on an older Airflow
+raises, naming the sensors (``LanceTableVersionSensor``) as the way to wait for a table there.
 
 A cursor older than the catalog's kept history fails the trigger with the feed's resynchronise error: delete
 the Variable to start again from the catalog's present.
@@ -155,6 +158,11 @@ class LanceChangeTrigger(BaseEventTrigger):
         consumer: str = DEFAULT_CONSUMER,
         poll_interval: float = 5.0,
     ) -> None:
+        if _ProducerBase is object:
+            raise ValueError(
+                "LanceChangeTrigger needs Airflow >= 3.3 (shared streams with ack mode: a triggerer restart loses no "
+                "commit); on this Airflow wait for a table with LanceTableVersionSensor (docs/change-feed.md)"
+            )
         super().__init__()
         self.tables = sorted(format_identifier(parse_identifier(t, "tables")) for t in tables) if tables else None
         self.namespace = format_identifier(parse_identifier(namespace, "namespace")) if namespace else None
@@ -235,7 +243,7 @@ class LanceChangeTrigger(BaseEventTrigger):
             if event is not None:
                 yield event
 
-    # -- Airflow 3.0-3.2: a loop of its own ----------------------------------------------------------------
+    # -- outside a shared stream (the triggerer's fallback when ``shared_stream_key`` fails) ----------------
     async def run(self) -> AsyncIterator[TriggerEvent]:
         _, kwargs = self.serialize()
         digest = hashlib.sha256(json.dumps(kwargs, sort_keys=True).encode()).hexdigest()[:12]

@@ -119,7 +119,13 @@ async def _follow_shared(
     await asyncio.sleep(0.5)
     await asyncio.to_thread(commit)
     await asyncio.wait_for(done.wait(), timeout)
-    await asyncio.sleep(1.0)  # the last confirmations reach the producer's advance
+    # the last confirmations reach the producer's advance, which saves the newest event's cursor
+    newest = max((p for payloads in received.values() for p in payloads), key=lambda p: p["manifest_version"])
+    key = cursor_variable(triggers[0].lance_conn_id, triggers[0].consumer)
+    for _ in range(300):
+        if _Variables.values.get(key) == newest["cursor"]:
+            break
+        await asyncio.sleep(0.1)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -185,3 +191,9 @@ def test_the_cursor_resumes_where_it_was_saved(set_conn, lance_root: Path, varia
     engine.create_namespace(ln.CreateNamespaceRequest(id=["three"]))
     received = asyncio.run(_follow_shared([trigger], lambda: None, expect=2))
     assert [p["tables"] for p in received[0]] == [["two"], ["three"]]
+
+
+def test_older_airflow_is_refused_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trigger_module, "_ProducerBase", object)  # as on Airflow 3.0-3.2 (no shared streams)
+    with pytest.raises(ValueError, match=r"Airflow >= 3\.3.*LanceTableVersionSensor"):
+        LanceChangeTrigger(tables=["a.t"])
