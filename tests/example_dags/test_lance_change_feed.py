@@ -53,9 +53,11 @@ class _Airflow:
         self.env = env
         self.fernet = Fernet(env["AIRFLOW__CORE__FERNET_KEY"].encode())
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: list[Any] = []
 
     def start(self, name: str, *args: str) -> None:
         log = (self.home / f"{name}.log").open("ab")
+        self._logs.append(log)
         self.processes[name] = subprocess.Popen(
             [AIRFLOW_BIN, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -75,6 +77,8 @@ class _Airflow:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+        for log in self._logs:
+            log.close()
 
     def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         with sqlite3.connect(self.home / "airflow.db", timeout=30) as db:
