@@ -245,7 +245,7 @@ class ChangeFeed:
             if position is None:
                 return ChangesPage([], self._now(newest).encode())
             if newest == position.version:
-                return ChangesPage([], since)  # the idle poll: one request
+                return ChangesPage([], position.encode())  # the idle poll: one request
             if newest < position.version:
                 raise self._expired(position, f"the catalog's newest version is {newest}")
             return self._read(position, newest, limit)

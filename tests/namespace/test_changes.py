@@ -193,3 +193,12 @@ def test_back_answers_the_latest_changes_kept(tmp_path: Path, monkeypatch) -> No
     assert [c.events[0].id for c in fresh.changes(back=100).changes] == [["d"]]
     with pytest.raises(ln.InvalidInputError, match="not both"):
         ns.changes(since=ns.changes().cursor, back=1)
+
+
+def test_back_over_a_single_kept_version_answers_its_cursor(tmp_path: Path, monkeypatch) -> None:
+    ns = make_ns(tmp_path, managed=False)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    monkeypatch.setattr("airflow_provider_lance.namespace.maintenance.REVALIDATE_AFTER", timedelta(0))
+    maintain_manifest(ns, compact=False, older_than=timedelta(0))
+    page = DirectoryNamespace(root=str(tmp_path)).changes(back=5)
+    assert page.changes == [] and page.cursor == ns.changes().cursor
