@@ -257,9 +257,15 @@ class ChangeFeed:
         if storage.private:  # pylance's memory store: only this instance writes it
             latest = self.catalog.manifest.latest()
             return latest.version if latest is not None else 0
-        head = storage.first_entry(ids.versions_dir(ids.MANIFEST_DIR))
-        parsed = ids.parse_manifest_name(head[0]) if head else None
-        return parsed[0] if parsed and parsed[1] == ids.V2 else 0
+        directory = ids.versions_dir(ids.MANIFEST_DIR)
+        if storage.lists_newest_first:  # S3: V2 names sort newest first, one LIST MaxKeys=1 names the newest
+            head = storage.first_entry(directory)
+            parsed = ids.parse_manifest_name(head[0]) if head else None
+            if head is None or (parsed and parsed[1] == ids.V2):
+                return parsed[0] if parsed else 0
+        # elsewhere one listing (a writer's temporary file may sort first there): the highest V2 name
+        names = storage.list_names(directory)
+        return max((p[0] for p in map(ids.parse_manifest_name, names) if p is not None and p[1] == ids.V2), default=0)
 
     def _back(self, newest: int, back: int) -> _Position:
         """The position ``back`` versions before ``newest``, or the oldest version kept (one listing)."""

@@ -202,3 +202,15 @@ def test_back_over_a_single_kept_version_answers_its_cursor(tmp_path: Path, monk
     maintain_manifest(ns, compact=False, older_than=timedelta(0))
     page = DirectoryNamespace(root=str(tmp_path)).changes(back=5)
     assert page.changes == [] and page.cursor == ns.changes().cursor
+
+
+def test_a_writers_temporary_file_in_the_versions_directory_is_no_version(tmp_path: Path) -> None:
+    """A manifest being written (a temporary file that sorts before every V2 name) is not the newest version: an
+    idle poll then must not take the catalog for empty (it answered resynchronise once, in the Airflow test)."""
+    ns = make_ns(tmp_path, managed=False)
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    cursor = ns.changes().cursor
+    (tmp_path / "__manifest" / "_versions" / ".tmp_manifest_being_written").write_bytes(b"")
+    assert ns.changes(since=cursor).changes == []
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["b"]))
+    assert _kinds(ns.changes(since=cursor)) == [[("namespace_created", "b", None)]]
