@@ -7,7 +7,7 @@ repoint that finishes a managed commit, a compaction, a metadata update) advance
 
 How a poll is answered (docs/change-feed.md):
 
-1. The newest ``__manifest`` version: one ``LIST MaxKeys=1`` on S3 (a listing and a ``stat`` on local disk,
+1. The newest ``__manifest`` version: one ``LIST MaxKeys=1`` on S3 (one listing on local disk,
    nothing on ``memory://``). A cursor at that version is an idle poll: nothing more is read.
 2. Each newer version, oldest first: its manifest (pylance's ``checkout_version``); the fragments that differ
    from the version below (data files or deletion file) are the only rows read, at both versions; a
