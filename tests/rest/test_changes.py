@@ -115,7 +115,7 @@ def test_a_long_poll_answers_when_a_change_lands(secured: str, catalog: Director
     page = reader.changes(since=cursor, wait=20)
     waited = time.monotonic() - started
     assert _seen(page) == [[("namespace_created", "a.x", None)]]
-    assert 1.4 < waited < 5, waited  # ... one it may see does, within a poll interval
+    assert waited < 15, waited  # ... one it may see does (long before the 20 s asked; not a speed target)
     started = time.monotonic()
     assert reader.changes(since=page.cursor, wait=1).changes == []
     assert time.monotonic() - started >= 0.9
