@@ -87,7 +87,12 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "sensors": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.sensors.lance"]}],
-        "triggers": [{"integration-name": "Lance", "python-modules": ["airflow_provider_lance.triggers.lance"]}],
+        "triggers": [
+            {
+                "integration-name": "Lance",
+                "python-modules": ["airflow_provider_lance.triggers.lance", "airflow_provider_lance.triggers.changes"],
+            }
+        ],
         "connection-types": [
             {
                 "hook-class-name": "airflow_provider_lance.hooks.lance.LanceHook",

@@ -12,6 +12,7 @@ from typing import Any
 
 from benchmarks import (
     batch,
+    changes,
     cleanup,
     data_plane,
     managed,
@@ -56,6 +57,7 @@ SECTIONS: list[ModuleType] = [
     page,
     rest,
     vending,
+    changes,
 ]
 
 

@@ -8,9 +8,9 @@ The raw numbers go to ``benchmarks/results/latest.json`` after every section; ``
 Layout: ``common.py`` (settings, the two engines, timing, goals, marker sections), ``catalog.py`` (catalogs
 built in bulk), ``s3_counter.py`` (the request-counting moto server), one module per section, in the order of
 ``report.SECTIONS`` (operations, batch, writes, poke, s3_writes, threads, processes, writers, data_plane, scale
-with its child ``scale_probe``, spark around ``spark_staging``, soak, page, rest): each measures (``jobs``),
-renders its part of the page (``section``) and its goals (``targets``); ``report.py`` puts the page together
-(fixed text in ``notes.py``), this module runs the sections.
+with its child ``scale_probe``, spark around ``spark_staging``, soak, page, rest, vending, changes): each
+measures (``jobs``), renders its part of the page (``section``) and its goals (``targets``); ``report.py`` puts
+the page together (fixed text in ``notes.py``), this module runs the sections.
 """
 
 from __future__ import annotations

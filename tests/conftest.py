@@ -26,6 +26,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 # so that `make test`'s two workers (pytest -n 2) start them early and the end is filled with short tests instead
 # of one worker finishing a long test alone.
 SLOW_MODULES_FIRST = (
+    "tests/example_dags/test_lance_change_feed.py",
     "tests/example_dags/test_lance_spark_s3.py",
     "tests/plugins/test_lance_plugin.py",
     "tests/example_dags/test_lance_spark_batch_commit.py",

@@ -13,6 +13,8 @@ import lance_namespace as ln
 
 from airflow_provider_lance.namespace import batch_commit, commit, namespaces, rename, tables, versions
 from airflow_provider_lance.namespace.catalog import Catalog
+from airflow_provider_lance.namespace.changes import ChangeFeed, ChangesPage
+from airflow_provider_lance.namespace.concurrency import run_on_python_thread
 from airflow_provider_lance.namespace.config import NamespaceConfig
 from airflow_provider_lance.namespace.data import branches, indices, reads, schema_changes, tags, writes
 from airflow_provider_lance.namespace.operation import coerce_request, namespace_errors, operation
@@ -30,6 +32,7 @@ class DirectoryNamespace(ln.LanceNamespace):
         self.config = self.catalog.config
         self.storage = self.catalog.storage
         self.manifest = self.catalog.manifest
+        self._feed = ChangeFeed(self.catalog)
 
     def namespace_id(self) -> str:
         """``DirectoryNamespace { root: "<root>" }`` like the reference (a local root as a plain path)."""
@@ -71,6 +74,18 @@ class DirectoryNamespace(ln.LanceNamespace):
             self.catalog.manifest.operation(),
         ):
             return versions.batch_delete_versions_of_tables(self.catalog, parsed)
+
+    def changes(self, since: str | None = None, limit: int | None = None, back: int | None = None) -> ChangesPage:
+        """The catalog's change feed (ours, not the spec's; docs/change-feed.md): every commit to ``__manifest``
+        after the cursor ``since``, oldest first, and the cursor to resume from. An idle poll is one storage
+        request; a cursor older than the kept history raises ``CursorExpiredError`` (resynchronise).
+
+        :param since: a cursor answered before; None starts from now.
+        :param limit: the most changes to answer.
+        :param back: instead of ``since``: the changes of the last ``back`` ``__manifest`` versions kept.
+        """
+        with namespace_errors("changes", self.catalog.storage.root), self.catalog.manifest.operation():
+            return run_on_python_thread(lambda: self._feed.changes(since, limit, back))
 
     def __repr__(self) -> str:
         return f"DirectoryNamespace(root={self.config.root!r})"

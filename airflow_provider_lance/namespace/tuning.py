@@ -110,3 +110,11 @@ CREDENTIALS_PRUNE_AT = 4096
 # Bound: threads of the engine's one pool (callbacks from pylance, a batch's storage requests): 16 S3 requests in
 # flight at once keep a batch network-bound; the pool's size caps threads, never changes an answer.
 WORKERS = 16
+
+# -- the change feed (changes.py) -------------------------------------------------------------------------
+# The most changes one poll answers (and the default): a page of changes is a few hundred bytes each (not
+# measured beyond that).
+CHANGES_LIMIT = 1000
+# The most ``__manifest`` versions one poll reads: each costs its manifest and its changed fragments, so a
+# consumer far behind gets answers of bounded cost and ``more=true`` (not measured).
+CHANGES_VERSIONS_PER_POLL = 1000

@@ -4,6 +4,10 @@ Routes (relative to where the app is mounted): ``/`` (the root namespace), ``/na
 ``/table?id=..``, ``/table/versions?id=..``, ``/diff?id=..&from=N&to=M``, ``/run?run=<dag_id>/<run_id>``,
 ``/versions?table=..&version=N``, ``/static/...``. Every page answers only read operations of the namespace;
 every name is escaped by Jinja2's autoescaping and a Content-Security-Policy forbids scripts altogether.
+
+The home page and each namespace page list the latest changes of the catalog's change feed (docs/change-feed.md)
+and refresh themselves without a script: a ``<meta http-equiv="refresh">`` to the same page with the feed's
+cursor (``since``) and ``wait``, which the server answers once a change lands below the namespace (a long-poll).
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class UnknownSourceError(LookupError):
     """Raised by a namespace function for a source (e.g. a connection id) it does not know or may not show."""
 
 
+#: The longest a page's refresh waits for the next change before it renders again.
+PAGE_WAIT_SECONDS = 25.0
 #: What a page shows for an unknown number.
 UNKNOWN = "\N{EN DASH}"
 
@@ -197,16 +203,37 @@ def namespace_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
         tables, next_token = reader.search(namespace_id, query), None
     else:
         tables, next_token = reader.tables_page(namespace_id, token)
+    feed_ns = namespace_id or _identifier(page.request.query_params.get("feed_ns") or "")
+    since, wait = page.request.query_params.get("since"), page.request.query_params.get("wait")
+    if since and wait:  # the page's refresh: answer once a change lands (or the wait is over)
+        reader.wait_for_change(feed_ns, since, _seconds(wait))
+    changes, cursor = reader.latest_changes(feed_ns)
+    refresh = None
+    if cursor is not None and not query and token is None:
+        path = "/namespace" if namespace_id else "/"
+        refresh = page.url(path, id=namespace_id or None, feed_ns=".".join(feed_ns) or None, since=cursor, wait=20)
     return app.render(
         page,
         "namespace.html",
         namespace_id=namespace_id,
         children=children,
-        tables=tables,
+        tables=reader.table_lines(namespace_id, tables),
         query=query,
         first_page=token is None,
         next_token=next_token,
+        feed_ns=feed_ns,
+        feed_cursor=cursor,
+        changes=changes,
+        refresh=refresh,
     )
+
+
+def _seconds(value: str) -> float:
+    """A refresh's wait: at most PAGE_WAIT_SECONDS."""
+    try:
+        return min(max(float(value), 0.0), PAGE_WAIT_SECONDS)
+    except ValueError:
+        raise BadRequestError("query parameter 'wait' must be a number of seconds") from None
 
 
 def table_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
@@ -214,7 +241,8 @@ def table_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
     table_id = _table_id(page)
     summary = page.reader.table(table_id)
     recent, _ = page.reader.history(table_id, None, limit=5) if not summary.declared_only else ([], None)
-    return app.render(page, "table.html", table_id=table_id, table=summary, recent=recent)
+    changes, _ = page.reader.latest_changes(table_id[:-1], table_id)
+    return app.render(page, "table.html", table_id=table_id, table=summary, recent=recent, changes=changes)
 
 
 def versions_view(app: CatalogPage, page: PageContext) -> HTMLResponse:

@@ -9,8 +9,10 @@ anything returned here.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,10 +23,12 @@ import lance_namespace as ln
 from lance_namespace import LanceNamespace
 
 from airflow_provider_lance.implementations import pages
+from airflow_provider_lance.namespace.changes import RUN_KEY_METADATA
+from airflow_provider_lance.namespace.changes import Run as CommittingRun
 from airflow_provider_lance.namespace.identifiers import VERSIONS_DIR, parse_staged_manifest_name
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
 from airflow_provider_lance.namespace.vended import VendedCredentials
-from airflow_provider_lance.staging.runs import RUN_ID_METADATA, RUN_KEY_METADATA, run_versions
+from airflow_provider_lance.staging.runs import run_versions
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +42,11 @@ SEARCH_SCAN_LIMIT = 100_000
 SEARCH_RESULTS = 100
 #: The run page looks at most this many tables when it is not told which tables the run committed.
 RUN_SCAN_LIMIT = 500
+#: The latest changes are read from this many ``__manifest`` versions back, and at most FEED_LINES shown.
+FEED_VERSIONS = 200
+FEED_LINES = 50
+#: A page waiting for the next change (its refresh) looks this often (over REST the server long-polls instead).
+FEED_POLL_SECONDS = 0.5
 # Names per list call when the page reads many (counting, searching): one call for a namespace of 10,000 tables.
 _LIST_PAGE = 10_001
 # Committed manifests never change: what was read from them is kept (oldest entries dropped first).
@@ -66,13 +75,34 @@ class Run:
 
         :param metadata: the version's metadata.
         """
-        run = (metadata or {}).get(RUN_ID_METADATA)
-        if not run:
+        found = CommittingRun.of(metadata)
+        if found is None:
             return None
-        dag_id, _, run_id = run.partition("/")
-        key = (metadata or {}).get(RUN_KEY_METADATA, "")
-        task = key[len(run) + 1 :].rsplit("/", 1)[0] if key.startswith(run + "/") else None
-        return cls(run=run, dag_id=dag_id, run_id=run_id, task_id=task or None)
+        return cls(f"{found.dag_id}/{found.run_id}", found.dag_id, found.run_id, found.task_id)
+
+
+@dataclass
+class ChangeLine:
+    """One commit of the catalog's change feed, as one line (a multi-table batch is one line).
+
+    :param timestamp: when it was committed.
+    :param versions: each table whose versions it created, with those versions.
+    :param others: its other events: (kind in words, object id, former id of a renamed table).
+    :param run: the Airflow run that committed it.
+    """
+
+    timestamp: datetime
+    versions: list[tuple[list[str], list[int]]]
+    others: list[tuple[str, list[str], list[str] | None]]
+    run: Run | None
+
+
+@dataclass
+class TableLine:
+    """A table in its namespace's list: its latest version and what committed it (None: not known)."""
+
+    name: str
+    version: VersionRow | None = None
 
 
 @dataclass
@@ -125,6 +155,45 @@ class RunCommit:
     task_id: str | None
     timestamp: datetime | None
     versions: list[tuple[list[str], int]]
+
+
+_KIND_WORDS = {
+    "namespace_created": "namespace created",
+    "namespace_dropped": "namespace dropped",
+    "table_declared": "table declared",
+    "table_registered": "table registered",
+    "table_created": "table created",
+    "table_renamed": "table renamed",
+    "table_deregistered": "table deregistered",
+    "table_dropped": "table dropped",
+    "version_deleted": "version deleted",
+}
+
+
+def _below(object_id: Sequence[str] | None, namespace_id: Sequence[str]) -> bool:
+    return object_id is not None and list(object_id[: len(namespace_id)]) == list(namespace_id)
+
+
+def _change_line(change: Any, namespace_id: Sequence[str], table_id: Sequence[str] | None) -> ChangeLine | None:
+    """A change of the feed as one line, keeping the events at or below the namespace (of the table)."""
+    versions: dict[tuple[str, ...], list[int]] = {}
+    others: list[tuple[str, list[str], list[str] | None]] = []
+    run = None
+    for event in change.events:
+        if table_id is not None and list(table_id) not in (event.id, event.previous_id):
+            continue
+        if not (_below(event.id, namespace_id) or _below(event.previous_id, namespace_id)):
+            continue
+        if event.kind == "version_created":
+            versions.setdefault(tuple(event.id), []).append(event.version)
+            run = run or Run.from_metadata(event.metadata)
+        else:
+            word = f"{_KIND_WORDS.get(event.kind, event.kind)} (v{event.version})" if event.version else None
+            others.append((word or _KIND_WORDS.get(event.kind, event.kind), event.id, event.previous_id))
+    if not versions and not others:
+        return None
+    stamp = datetime.fromisoformat(change.timestamp)
+    return ChangeLine(stamp, [(list(t), v) for t, v in versions.items()], others, run)
 
 
 def _timestamp(millis: int | None) -> datetime | None:
@@ -228,6 +297,85 @@ class CatalogReader:
                 if len(found) >= SEARCH_RESULTS:
                     break
         return found
+
+    # ------------------------------------------------------------------ the change feed
+
+    def latest_changes(
+        self, namespace_id: Sequence[str], table_id: Sequence[str] | None = None
+    ) -> tuple[list[ChangeLine], str | None]:
+        """Return the latest changes at or below a namespace (or of one table), newest first, and the feed's cursor
+        (None when the namespace has no change feed: another implementation, or no ``__manifest``).
+
+        :param namespace_id: the namespace (``[]``: the whole catalog).
+        :param table_id: only the changes of this table.
+        """
+        changes = getattr(self.namespace, "changes", None)
+        if changes is None:
+            return [], None
+        try:
+            page = changes(back=FEED_VERSIONS, limit=FEED_VERSIONS)
+        except (ln.LanceNamespaceError, AttributeError) as error:  # no feed here (another server, no manifest)
+            log.debug("No change feed: %s", error)
+            return [], None
+        lines = []
+        for change in reversed(page.changes):
+            line = _change_line(change, namespace_id, table_id)
+            if line is not None:
+                lines.append(line)
+        return lines[:FEED_LINES], page.cursor
+
+    def wait_for_change(self, namespace_id: Sequence[str], since: str, seconds: float) -> None:
+        """Return once a change at or below the namespace lands after ``since`` (or ``seconds`` pass): the
+        page's refresh. Over our REST server the server long-polls; elsewhere the feed is polled.
+
+        :param namespace_id: the namespace.
+        :param since: the cursor the page was rendered at.
+        :param seconds: the longest wait.
+        """
+        changes = self.namespace.changes
+        deadline = time.monotonic() + seconds
+        long_poll = "wait" in inspect.signature(changes).parameters
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                page = changes(since=since, wait=left) if long_poll else changes(since=since)
+            except ln.LanceNamespaceError:  # a cursor too old or not the feed's: render the page anew
+                return
+            if any(_change_line(change, namespace_id, None) for change in page.changes):
+                return
+            since = page.cursor
+            if not long_poll and not page.more:
+                time.sleep(min(FEED_POLL_SECONDS, max(left, 0)))
+
+    def table_lines(self, namespace_id: Sequence[str], names: Sequence[str]) -> list[TableLine]:
+        """Return each table of a namespace page with its latest version's line (rows, commit time, run).
+
+        :param namespace_id: the namespace.
+        :param names: the tables' names.
+        """
+        lines = []
+        for name in names:
+            line = TableLine(name)
+            table_id = [*namespace_id, name]
+            try:
+                number = self._describe(table_id).version
+                if number is not None:
+                    line.version = self._version_line(table_id, int(number))
+            except (ln.LanceNamespaceError, OSError, ValueError):  # not readable now: the name alone
+                pass
+            lines.append(line)
+        return lines
+
+    def _version_line(self, table_id: list[str], number: int) -> VersionRow:
+        """A version's commit time, run and rows, without what only its history shows (operation, size): the
+        rows from the summary in its manifest (one read)."""
+        version = self.namespace.describe_table_version(
+            ln.DescribeTableVersionRequest(id=table_id, version=number)
+        ).version
+        summary = self.dataset(table_id, number).get_version().get("metadata") or {}
+        rows = int(summary["total_rows"]) if "total_rows" in summary else None
+        return VersionRow(
+            number, _timestamp(version.timestamp_millis), rows=rows, run=Run.from_metadata(version.metadata)
+        )
 
     # ------------------------------------------------------------------ tables
 

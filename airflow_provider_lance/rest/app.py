@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from airflow_provider_lance.rest import changes as feed
 from airflow_provider_lance.rest.authentication import AuthenticationMiddleware, principal_of
 from airflow_provider_lance.rest.authorization import Authorizer, denied_page
 from airflow_provider_lance.rest.metrics import ServerMetrics
@@ -119,6 +120,9 @@ class NamespaceService:
         # our engine takes concurrent declares as one call (their rows in one commit, on one thread)
         declare_tables = getattr(namespace, "declare_tables", None)
         self.declares = _DeclareBatches(self, declare_tables) if declare_tables is not None else None
+        # the change feed (an extension route, rest/changes.py) when the namespace has one
+        changes = getattr(namespace, "changes", None)
+        self.feed = feed.ChangeFeedRoute(changes, self.run) if callable(changes) else None
         #: the operation ids this namespace implements (its class overrides the base's "Not supported")
         self.operations = sorted(route.operation_id for route in ROUTES if self.calls.implements(route.operation))
 
@@ -138,6 +142,10 @@ class NamespaceService:
         if segments == ["ListOperations"] and scope["method"] == "POST":  # the seed's ListOperations
             _state(scope)["operation"] = "list_operations"
             await JSONResponse({"operations": self.operations})(scope, receive, send)
+            return
+        if tuple(segments) == feed.SEGMENTS:
+            response = await self._changes(scope)
+            await response(scope, receive, send)
             return
         match = match_route(segments, scope["method"])
         if match is None or (not match.method_allowed and segments[0] != "v1"):
@@ -159,6 +167,15 @@ class NamespaceService:
             return
         response = await self._serve(route, match.path_params, scope, receive)
         await response(scope, receive, send)
+
+    async def _changes(self, scope: Scope) -> Response:
+        """The change feed's answer (``GET /ext/v1/changes``, rest/changes.py)."""
+        _state(scope)["operation"] = "changes"
+        if scope["method"] != "GET":
+            return _RequestError(405, f"{feed.PATH} takes GET", ErrorCode.UNSUPPORTED).response({"Allow": "GET"})
+        if self.feed is None:
+            return feed.unsupported()
+        return await self.feed.respond(scope.get("query_string", b""), principal_of(scope))
 
     async def _serve(self, route: Any, path_params: dict[str, str], scope: Scope, receive: Receive) -> Response:
         request_id = _state(scope).get("request_id", "-")

@@ -320,6 +320,13 @@ class AuthorizedView:
         once the principal may describe the table."""
         return getattr(self._authorizer.namespace, "config", None)
 
+    def changes(self, since: str | None = None, limit: int | None = None, back: int | None = None) -> Any:
+        """The catalog's change feed as the principal may see it (rest/changes.py): the page's latest changes."""
+        from airflow_provider_lance.rest.changes import visible_page
+
+        page = self._authorizer.calls.namespace.changes(since=since, limit=limit, back=back)
+        return visible_page(page, self._principal)
+
     def __getattr__(self, operation: str) -> Callable[..., Any]:
         if operation not in LEVELS:
             raise AttributeError(operation)

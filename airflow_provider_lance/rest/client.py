@@ -19,14 +19,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import lance.namespace
 import lance_namespace as ln
 import pydantic
 
 from airflow_provider_lance.implementations import request_model, response_model, wants_mapping
-from airflow_provider_lance.rest.routes import ROUTES
+from airflow_provider_lance.namespace.changes import ChangesPage, CursorExpiredError
+from airflow_provider_lance.rest.routes import CHANGES_PATH, ROUTES
 
 _ROUTES = {route.operation: route for route in ROUTES}
 _TIMEOUT = 300.0
@@ -81,6 +82,39 @@ class RestNamespace(lance.namespace.RestNamespace):
             return str(_namespace_error(error))
         except urllib.error.URLError as error:
             return f"the REST server at {self._uri} does not answer: {error.reason}"
+
+    def changes(
+        self,
+        since: str | None = None,
+        limit: int | None = None,
+        wait: float | None = None,
+        namespace: list[str] | None = None,
+        back: int | None = None,
+    ) -> ChangesPage:
+        """The server's change feed (``GET /ext/v1/changes``, ours, not the spec's; docs/change-feed.md): the
+        changes after ``since`` the caller may read, and the cursor to resume from.
+
+        :param since: a cursor answered before; None starts from now.
+        :param limit: the most changes to answer.
+        :param wait: seconds the server may hold the request until a change lands (long-poll).
+        :param namespace: only changes at or below this namespace.
+        :param back: instead of ``since``: the changes of the last ``back`` ``__manifest`` versions kept.
+        :raises CursorExpiredError: the cursor is older than the history the catalog keeps (resynchronise).
+        """
+        query = {"since": since, "limit": limit, "back": back, "wait": wait, "delimiter": self._delimiter}
+        if namespace:
+            query["namespace"] = self._delimiter.join(namespace)
+        url = f"{self._uri}{CHANGES_PATH}?{urlencode({k: v for k, v in query.items() if v is not None})}"
+        request = urllib.request.Request(url, headers=self._headers)
+        try:
+            with urllib.request.urlopen(request, timeout=_TIMEOUT + (wait or 0), context=self._ssl) as response:
+                return ChangesPage.from_dict(json.loads(response.read()))
+        except urllib.error.HTTPError as error:
+            if error.code == 410:
+                raise CursorExpiredError(json.loads(error.read() or b"{}").get("error", "")) from None
+            raise _namespace_error(error) from None
+        except urllib.error.URLError as error:
+            raise ln.ServiceUnavailableError(f"changes: the REST server at {self._uri} does not answer") from error
 
     def _post(self, operation: str, request: Any) -> Any:
         route = _ROUTES[operation]

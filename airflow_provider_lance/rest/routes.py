@@ -58,6 +58,9 @@ class Route:
         return tuple(self.path.strip("/").split("/"))
 
 
+# Extension routes of our server (not the spec's): the catalog's change feed (rest/changes.py).
+CHANGES_PATH = "/ext/v1/changes"
+
 _GET = frozenset({"GET"})
 _GET_OR_POST = frozenset({"GET", "POST"})
 _T = "/v1/table/{id}"

@@ -16,9 +16,11 @@ from lance_namespace import LanceNamespace
 
 from airflow_provider_lance.implementations import pages
 
-RUN_ID_METADATA = "airflow_run_id"
-#: The committing task's key ``<dag_id>/<run_id>/<task_id>/<map_index>``, recorded beside the run identity.
-RUN_KEY_METADATA = "airflow_run_key"
+# The metadata keys of the run identity and of the committing task's key (``<dag_id>/<run_id>/<task_id>/
+# <map_index>``): defined once, where the engine's change feed reads them.
+from airflow_provider_lance.namespace.changes import RUN_ID_METADATA, RUN_KEY_METADATA
+
+__all__ = ["RUN_ID_METADATA", "RUN_KEY_METADATA", "committed_by_run", "committed_entry", "run_versions"]
 
 
 def run_versions(

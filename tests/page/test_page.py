@@ -26,10 +26,10 @@ def test_namespaces_with_table_counts_and_paging(page_url: str, tab: WatchedPage
     tab.screenshot("namespaces")
 
     tab.tab.get_by_role("link", name="many", exact=True).click()
-    first = tab.tab.locator("ul.tables li").all_inner_texts()
+    first = tab.tab.locator("table.tables tbody td:first-child").all_inner_texts()
     assert len(first) == 100 and first[0] == "t0000"
     tab.tab.get_by_role("link", name="next page »").click()
-    second = tab.tab.locator("ul.tables li").all_inner_texts()
+    second = tab.tab.locator("table.tables tbody td:first-child").all_inner_texts()
     assert second == [f"t{i:04d}" for i in range(100, MANY)]
     assert not tab.tab.get_by_role("link", name="next page »").count()
 
@@ -38,7 +38,7 @@ def test_search_by_name(page_url: str, tab: WatchedPage) -> None:
     tab.open(page_url + "/namespace?id=many")
     tab.tab.get_by_label("Search tables by name").fill("T012")
     tab.tab.get_by_role("button", name="Search").click()
-    assert tab.tab.locator("ul.tables li").all_inner_texts() == [f"t012{i}" for i in range(10)]
+    assert tab.tab.locator("table.tables tbody td:first-child").all_inner_texts() == [f"t012{i}" for i in range(10)]
 
 
 def test_hostile_table_name_is_text_and_runs_nothing(page_url: str, tab: WatchedPage) -> None:
@@ -163,7 +163,7 @@ def test_any_namespace_implementation(catalog: dict[str, Any], tab: WatchedPage)
     reference = lance.namespace.DirectoryNamespace(root=str(catalog["root"]))
     with serve(create_page_app(reference)) as url:
         tab.open(url + "/namespace?id=demo")
-        assert "users" in tab.tab.locator("ul.tables").inner_text()
+        assert "users" in tab.tab.locator("table.tables").inner_text()
         tab.open(_table(url, "demo", "events", path="/table/versions"))
         assert tab.tab.locator("tr.committed").count() == 3
         assert tab.tab.locator("tr.staged").count() == 1
