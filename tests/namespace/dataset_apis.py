@@ -87,7 +87,8 @@ def table_rows(dataset: lance.LanceDataset) -> list[dict[str, Any]]:
 
 def view(side: Side, name: str, branch: str | None = None) -> dict[str, Any]:
     """What the engine answers about a table (or its branch): the versions listed, the latest described, each
-    listed version described and opened (its rows counted), DescribeTable's version, and the latest rows."""
+    listed version described and opened (its rows counted), DescribeTable's version of the main line (the
+    reference ignores DescribeTable's ``branch``), and the latest rows."""
     request: dict[str, Any] = {"id": side.table_id(name), "branch": branch}
     listed = [entry["version"] for entry in ask(side.ns, "list_table_versions", **request)["versions"]]
     described_latest = outcome(lambda: ask(side.ns, "describe_table_version", **request)["version"]["version"])
@@ -97,7 +98,7 @@ def view(side: Side, name: str, branch: str | None = None) -> dict[str, Any]:
     ]
     head = side.open(name)
     opened = [outcome(lambda v=v: head.checkout_version((branch, v)).count_rows()) for v in listed]
-    table = ask(side.ns, "describe_table", **request, load_detailed_metadata=True)
+    table = ask(side.ns, "describe_table", id=side.table_id(name), load_detailed_metadata=True)  # the main line
     latest = head.checkout_version((branch, None)) if branch else head
     return {
         "listed": listed,
