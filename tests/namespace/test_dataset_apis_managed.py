@@ -14,9 +14,22 @@ import lance
 import lance_namespace as ln
 import lancedb
 import pytest
+from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import IMPL
-from tests.namespace.dataset_apis import Side, ask, make_side, outcome, root_of, rows, run_on, start, table_rows, view
+from tests.namespace.dataset_apis import (
+    MANAGED,
+    Side,
+    ask,
+    make_side,
+    outcome,
+    root_of,
+    rows,
+    run_on,
+    start,
+    table_rows,
+    view,
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +37,15 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Side]:
     """One catalog per engine for the module; each test writes its own table."""
     base = tmp_path_factory.mktemp("dataset-apis")
     return {kind: make_side(kind, root_of(base, kind)) for kind in ("ours", "reference")}
+
+
+@pytest.fixture(scope="module")
+def reader(sides: dict[str, Side]) -> Side:
+    """The reference (tracking) on our catalog: it must read every catalog we write."""
+    ours = sides["ours"]
+    return Side(
+        "reference", ours.root, ReferenceNamespace(root=ours.root, **MANAGED["reference"]), MANAGED["reference"]
+    )
 
 
 def same(results: dict[str, Any]) -> None:
@@ -163,13 +185,16 @@ SCENARIOS = {
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_dataset_api_matches_the_reference(sides: dict[str, Side], scenario: str) -> None:
-    """One pylance or lancedb call on both engines from the same start: outcome, rows and the namespace's view."""
-    same(run_on(sides, scenario, SCENARIOS[scenario]))
+def test_dataset_api_matches_the_reference(sides: dict[str, Side], reader: Side, scenario: str) -> None:
+    """One pylance or lancedb call on both engines from the same start: outcome, rows and the namespace's view;
+    and the reference reads our catalog the same way."""
+    results = run_on(sides, scenario, SCENARIOS[scenario])
+    same(results)
+    assert view(reader, scenario) == results["ours"]["view"]
 
 
 # -- the two failures of issue 37 ------------------------------------------------------------------------------
-def test_create_branch_on_a_managed_table(sides: dict[str, Side]) -> None:
+def test_create_branch_on_a_managed_table(sides: dict[str, Side], reader: Side) -> None:
     """``create_branch`` through the namespace works on a managed table (it raised "Commit result for version N
     is unknown"), and the branch is appended to, listed, described, checked out and deleted as on the reference."""
     for side in sides.values():
@@ -180,6 +205,7 @@ def test_create_branch_on_a_managed_table(sides: dict[str, Side]) -> None:
         assert side.open("branch").checkout_version(("dev", None)).count_rows() == 6
         assert side.open("branch").count_rows() == 5  # the main line is untouched
     same({kind: view(side, "branch", branch="dev") for kind, side in sides.items()})
+    assert view(reader, "branch", branch="dev") == view(sides["ours"], "branch", branch="dev")
     # DescribeTable of the branch: its latest version (the reference ignores ``branch`` and answers main's)
     assert ask(sides["ours"].ns, "describe_table", id=["s", "branch"], branch="dev")["version"] == 4
     same({kind: view(side, "branch") for kind, side in sides.items()})
