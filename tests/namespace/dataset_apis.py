@@ -23,27 +23,38 @@ MANAGED = {"ours": {"table_version_management": "true"}, "reference": {"table_ve
 
 @dataclass
 class Side:
-    """One engine on its own root: ``ns`` is what pylance and the checks talk to."""
+    """One engine on its own root: ``ns`` is what pylance and the checks talk to; ``options``: the storage
+    options pylance needs (S3: the reference vends none)."""
 
     kind: str
     root: str
     ns: ln.LanceNamespace
     properties: dict[str, str]
+    options: dict[str, str] | None = None
 
     def table_id(self, name: str) -> list[str]:
         return [NAMESPACE, name]
 
     def open(self, name: str, version: int | None = None) -> lance.LanceDataset:
-        return lance.dataset(namespace_client=self.ns, table_id=self.table_id(name), version=version)
+        return lance.dataset(
+            namespace_client=self.ns, table_id=self.table_id(name), version=version, storage_options=self.options
+        )
+
+    def write(self, name: str, data: pa.Table, mode: str) -> lance.LanceDataset:
+        """``lance.write_dataset`` through the namespace by table id."""
+        return lance.write_dataset(
+            data, namespace_client=self.ns, table_id=self.table_id(name), mode=mode, storage_options=self.options
+        )
 
 
-def make_side(kind: str, root: str, storage: dict[str, str] | None = None) -> Side:
-    """Our engine (managed) or the reference (tracking) on ``root``, with the child namespace created."""
-    properties = {**MANAGED[kind], **{f"storage.{k}": v for k, v in (storage or {}).items()}}
+def make_side(kind: str, root: str, options: dict[str, str] | None = None, **extra: str) -> Side:
+    """Our engine (managed) or the reference (tracking) on ``root`` with ``extra`` properties and the storage
+    ``options`` (also as ``storage.*`` properties), with the child namespace created."""
+    properties = {**MANAGED[kind], **extra, **{f"storage.{key}": value for key, value in (options or {}).items()}}
     implementation = DirectoryNamespace if kind == "ours" else ReferenceNamespace
     ns = implementation(root=root, **properties)
     ns.create_namespace(ln.CreateNamespaceRequest(id=[NAMESPACE]))
-    return Side(kind, root, ns, properties)
+    return Side(kind, root, ns, properties, options)
 
 
 def rows(ids: list[int]) -> pa.Table:
@@ -52,7 +63,7 @@ def rows(ids: list[int]) -> pa.Table:
 
 def start(side: Side, name: str, appends: int = 2) -> lance.LanceDataset:
     """The common start: version 1 with ids 0-2, then ``appends`` appends of one row each."""
-    lance.write_dataset(rows([0, 1, 2]), namespace_client=side.ns, table_id=side.table_id(name), mode="create")
+    side.write(name, rows([0, 1, 2]), "create")
     for i in range(appends):
         lance.write_dataset(rows([10 + i]), side.open(name), mode="append")
     return side.open(name)

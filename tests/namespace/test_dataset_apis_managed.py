@@ -136,7 +136,8 @@ def _merge_insert(side: Side, name: str) -> Any:
 
 
 def _lancedb(side: Side, name: str) -> Any:
-    db = lancedb.connect_namespace(IMPL if side.kind == "ours" else "dir", {"root": side.root, **side.properties})
+    implementation = IMPL if side.kind == "ours" else "dir"
+    db = lancedb.connect_namespace(implementation, {"root": side.root, **side.properties}, storage_options=side.options)
     return db.open_table(name, namespace_path=side.table_id(name)[:1])
 
 
