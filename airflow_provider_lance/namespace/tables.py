@@ -222,9 +222,10 @@ def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.Des
         managed_versioning=True if managed else None,
     )
     named = request.version is not None or request.tag is not None  # a version that must exist
+    if named and (managed or request.load_detailed_metadata is False):
+        # TableVersionNotFound when it does not exist (a managed one: its manifest too, not only its row)
+        versions.describe(catalog, line, version, managed)
     if request.load_detailed_metadata is False:
-        if named:
-            versions.describe(catalog, line, version, managed)  # TableVersionNotFound when it does not exist
         response.version = version
         if request.check_declared and version is None:  # answered only when asked, as the reference does
             response.is_only_declared = not versions.has_manifests(catalog, line)

@@ -241,13 +241,25 @@ def known_versions(catalog: Catalog, table: Table, managed: bool, listing: bool 
     return KnownVersions(catalog, table, files, line, listed, removed=forget_removed(catalog, table, line, files))
 
 
+# (table directory URI, first row) of lines with no manifest just below their first row. Lance never writes a
+# version below a table's latest, so the answer holds for good: one ``stat`` per table and first row, not per call.
+_NOTHING_BELOW: set[tuple[str, int]] = set()
+
+
 def _below_first(catalog: Catalog, table: Table, line: VersionLine) -> bool:
     """Whether the manifest of the version just below the first row exists (a table that had versions before
     table version management was turned on)."""
-    return (
-        line.first > 1
-        and catalog.storage.file_info(ids.manifest_key(table.location, line.first - 1, _scheme(line))) is not None
-    )
+    if line.first <= 1:
+        return False
+    key = (catalog.storage.uri(table.location), line.first)
+    if key in _NOTHING_BELOW:
+        return False
+    if catalog.storage.file_info(ids.manifest_key(table.location, line.first - 1, _scheme(line))) is not None:
+        return True
+    if len(_NOTHING_BELOW) >= 4096:
+        _NOTHING_BELOW.clear()  # threads may race here: at worst a table is looked at again
+    _NOTHING_BELOW.add(key)
+    return False
 
 
 def answered(catalog: Catalog, table: Table, managed: bool, answer: Callable[[KnownVersions], _T]) -> _T:

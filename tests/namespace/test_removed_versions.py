@@ -57,7 +57,10 @@ def _listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_clean_up_around_the_namespace_is_seen_and_its_rows_removed(managed, monkeypatch) -> None:
     ns, location = managed
     assert _versions(ns) == [1, 2, 3, 4, 5, 6] == _rows(ns)
+    assert do(ns, "describe_table", id=TABLE, version=2).version == 2  # its schema is remembered
     lance.dataset(location).cleanup_old_versions(older_than=timedelta(0))  # by path: the namespace is not told
+    with pytest.raises(ln.TableVersionNotFoundError):
+        do(ns, "describe_table", id=TABLE, version=2)
     assert do(ns, "describe_table_version", id=TABLE, version=6).version.version == 6
     with pytest.raises(ln.TableVersionNotFoundError):
         do(ns, "describe_table_version", id=TABLE, version=3)
