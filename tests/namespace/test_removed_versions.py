@@ -116,3 +116,18 @@ def test_a_reader_without_write_access_ignores_the_removed_versions(managed, mon
         do(ns, "describe_table_version", id=TABLE, version=3)
     monkeypatch.undo()
     assert _versions(ns) == [1, 2, 4, 5, 6] == _rows(ns)
+
+
+def test_batch_delete_after_a_clean_up_skips_what_the_clean_up_removed(managed) -> None:
+    """Versions below the oldest one storage has were cleaned up: a range over them deletes what is left (an
+    earlier attempt that failed part-way is retried the same way); a hole above the oldest is still missing."""
+    ns, location = managed
+    lance.dataset(location).cleanup_old_versions(versions=[1, 2, 4])
+    ranges = [{"start_version": 1, "end_version": 4}]
+    assert do(ns, "batch_delete_table_versions", id=TABLE, ranges=ranges).deleted_count == 1  # version 3
+    assert _versions(ns) == [5, 6] == _rows(ns)
+    lance.write_dataset(pa.table({"x": [7]}), namespace_client=ns, table_id=TABLE, mode="append")
+    lance.dataset(location).cleanup_old_versions(versions=[6])
+    with pytest.raises(ln.TableVersionNotFoundError):
+        do(ns, "batch_delete_table_versions", id=TABLE, ranges=[{"start_version": 5, "end_version": 7}])
+    assert _versions(ns) == [5, 7]
