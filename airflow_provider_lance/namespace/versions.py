@@ -590,7 +590,8 @@ def _deletion(
     targets = versions_in_ranges(request, table, existing)
     scheme = naming_scheme(names) or ids.V2
     keys = [ids.manifest_key(table.location, version, scheme) for version in targets]
-    gone = rows_without_manifest(line, files)
+    # the rows were read after the listing: a version committed since is above every listed one, not gone
+    gone = [version for version in rows_without_manifest(line, files) if version < max(files, default=0)]
     return _Deletion(table, targets, keys, sorted({*gone, *(version for version in targets if version in line.rows)}))
 
 
