@@ -13,6 +13,7 @@ from typing import Any
 import lance
 import lance_namespace as ln
 import lancedb
+import pyarrow as pa
 import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
@@ -46,6 +47,9 @@ def reader(sides: dict[str, Side]) -> Side:
     return Side(
         "reference", ours.root, ReferenceNamespace(root=ours.root, **MANAGED["reference"]), MANAGED["reference"]
     )
+
+
+_VEC = pa.list_(pa.float32(), 2)
 
 
 def same(results: dict[str, Any]) -> None:
@@ -124,6 +128,20 @@ def _scalar_index_and_optimize(side: Side, name: str) -> Any:
     return names, indexed.to_table(filter="id = 70").num_rows, indexed.version
 
 
+def _vector_index_and_optimize(side: Side, name: str) -> Any:
+    """A vector index (IVF_FLAT) on a table overwritten with vectors, then rows appended and the index
+    optimised; a nearest-neighbour query through the namespace."""
+    vectors = pa.table({"id": pa.array(range(8), pa.int64()), "vec": pa.array([[i, i + 0.5] for i in range(8)], _VEC)})
+    side.write(name, vectors, "overwrite")
+    side.open(name).create_index("vec", "IVF_FLAT", num_partitions=1)
+    more = pa.table({"id": pa.array([8], pa.int64()), "vec": pa.array([[8, 8.5]], _VEC)})
+    lance.write_dataset(more, side.open(name), mode="append")
+    side.open(name).optimize.optimize_indices()
+    indexed = side.open(name)
+    nearest = indexed.to_table(nearest={"column": "vec", "q": [7.9, 8.4], "k": 2})["id"].to_pylist()
+    return sorted(index.name for index in indexed.describe_indices()), nearest, indexed.version
+
+
 def _compaction(side: Side, name: str) -> Any:
     metrics = side.open(name).optimize.compact_files()
     return metrics.fragments_removed, metrics.fragments_added, side.open(name).version
@@ -168,6 +186,7 @@ SCENARIOS = {
     )[1],
     "drop_columns": lambda side, name: (side.open(name).drop_columns(["v"]), side.open(name).schema.names)[1],
     "scalar_index_and_optimize": _scalar_index_and_optimize,
+    "vector_index_and_optimize": _vector_index_and_optimize,
     "restore": _restore,
     "compaction": _compaction,
     "cleanup_retain": lambda side, name: side.open(name).cleanup_old_versions(retain_versions=2).old_versions,
