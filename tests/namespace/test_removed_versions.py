@@ -4,6 +4,7 @@ their rows, and goes back to reading versions by point once its rows follow each
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -131,3 +132,43 @@ def test_batch_delete_after_a_clean_up_skips_what_the_clean_up_removed(managed) 
     with pytest.raises(ln.TableVersionNotFoundError):
         do(ns, "batch_delete_table_versions", id=TABLE, ranges=[{"start_version": 5, "end_version": 7}])
     assert _versions(ns) == [5, 7]
+
+
+def test_clean_ups_and_reads_during_commits_lose_no_version(tmp_path: Path) -> None:
+    """Commits through one instance while pylance cleans the table up by path and another instance reads (and
+    forgets removed versions): no committed version loses its row, every listed version opens, the rows are
+    exactly the versions storage has."""
+    import threading
+
+    writer = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
+    reader = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
+    do(writer, "create_namespace", id=["s"])
+    lance.write_dataset(pa.table({"x": [0]}), namespace_client=writer, table_id=TABLE, mode="create")
+    location = do(writer, "describe_table", id=TABLE).location
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def commits() -> None:
+        try:
+            for i in range(1, 16):
+                lance.write_dataset(pa.table({"x": [i]}), namespace_client=writer, table_id=TABLE, mode="append")
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=commits)
+    thread.start()
+    while not done.is_set():
+        lance.dataset(location).cleanup_old_versions(older_than=timedelta(0))
+        for version in _versions(reader):
+            with contextlib.suppress(ln.TableVersionNotFoundError):  # cleaned up since the listing
+                do(reader, "describe_table_version", id=TABLE, version=version)
+    thread.join()
+    assert not errors
+    fresh = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
+    listed = _versions(fresh)
+    assert listed[-1] == 16 and _rows(fresh) == listed
+    for version in listed:
+        assert lance.dataset(namespace_client=fresh, table_id=TABLE, version=version).count_rows() == version
+    assert lance.dataset(location).version == 16
