@@ -211,7 +211,7 @@ def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.Des
     if version is None and managed:  # the latest number from the rows and one names-only listing
         version = versions.known_versions(catalog, line, managed).latest
     else:
-        versions.finish_pending(catalog, line)
+        versions.finish_pending(catalog, table)  # the main line's rows (a branch has none)
     response = ln.DescribeTableResponse(
         table=parts[-1],
         namespace=parts[:-1],

@@ -172,3 +172,26 @@ def test_clean_ups_and_reads_during_commits_lose_no_version(tmp_path: Path) -> N
     for version in listed:
         assert lance.dataset(namespace_client=fresh, table_id=TABLE, version=version).count_rows() == version
     assert lance.dataset(location).version == 16
+
+
+def test_a_branch_read_finishes_a_pending_main_line_commit_in_the_main_line(managed, monkeypatch) -> None:
+    """A main-line commit that stopped after its row is finished by a DescribeTable of a branch too, into the
+    main line's ``_versions/`` (never the branch's)."""
+    from airflow_provider_lance.namespace import commit
+    from airflow_provider_lance.namespace.versions import table_version_from
+
+    ns, location = managed
+    lance.dataset(namespace_client=ns, table_id=TABLE).create_branch("dev")
+    stopped = lambda catalog, entries, rows: [  # noqa: E731 - the committer stops after the commit point
+        table_version_from(entry.version, row.metadata or {}) for entry, row in zip(entries, rows, strict=True)
+    ]
+    monkeypatch.setattr(commit, "finish_versions", stopped)
+    lance.write_dataset(pa.table({"x": [7]}), namespace_client=ns, table_id=TABLE, mode="append")
+    monkeypatch.undo()
+    branch_files = sorted(
+        path.name for path in (Path(location.removeprefix("file://")) / "tree/dev/_versions").iterdir()
+    )
+    assert do(ns, "describe_table", id=TABLE, branch="dev").version == 6
+    after = sorted(path.name for path in (Path(location.removeprefix("file://")) / "tree/dev/_versions").iterdir())
+    assert after == branch_files
+    assert lance.dataset(location).version == 7  # finished in the main line
