@@ -33,7 +33,7 @@ from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow, RowSelection
 from airflow_provider_lance.namespace.tables import declared_response, reserve_table
 from airflow_provider_lance.namespace.versions import (
-    MAIN_BRANCH,
+    is_main,
     naming_scheme,
     version_names,
     version_rows,
@@ -133,7 +133,7 @@ def _require_management(catalog: Catalog, branch: str | None) -> None:
             "BatchCommitTables commits versions atomically only with table version management "
             "(table_version_management=true); without it nothing is committed"
         )
-    if branch not in (None, MAIN_BRANCH):
+    if not is_main(branch):
         raise ln.UnsupportedOperationError(f"BatchCommitTables commits main-line versions, not branch '{branch}'")
 
 

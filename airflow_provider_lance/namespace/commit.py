@@ -25,10 +25,10 @@ from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow, version_metadata
 from airflow_provider_lance.namespace.storage import is_transient_error
 from airflow_provider_lance.namespace.versions import (
-    MAIN_BRANCH,
     commit_names,
     file_version,
     finalize,
+    is_main,
     latest_number,
     locate_line,
     manifests_differ,
@@ -61,8 +61,9 @@ class VersionEntry:
 # -- the operations ---------------------------------------------------------------------------------------
 def create_table_version(catalog: Catalog, request: ln.CreateTableVersionRequest) -> ln.CreateTableVersionResponse:
     """CreateTableVersion: commit one staged manifest as the next version of a table."""
-    table, managed = locate_line(catalog, request.id, request.branch, writing=True)
-    return ln.CreateTableVersionResponse(version=_create(catalog, [(table, entry_of(request))], managed)[0])
+    table, managed = locate_line(catalog, request.id, request.branch)
+    located = [(table, entry_of(request))]
+    return ln.CreateTableVersionResponse(version=_create(catalog, located, managed, not is_main(request.branch))[0])
 
 
 def entry_of(request: ln.CreateTableVersionRequest) -> ln.CreateTableVersionEntry:
@@ -91,7 +92,7 @@ def batch_create_table_versions(
     for parts, entry in zip(identifiers, request.entries, strict=True):
         if isinstance(parts, ln.InvalidInputError):
             raise parts
-        if entry.branch not in (None, MAIN_BRANCH):
+        if not is_main(entry.branch):
             # one __manifest transaction covers main-line versions only
             raise ln.UnsupportedOperationError(
                 f"BatchCreateTableVersions commits main-line versions, not branch '{entry.branch}'"
@@ -105,17 +106,17 @@ def batch_create_table_versions(
 
 # -- the protocol -----------------------------------------------------------------------------------------
 def _create(
-    catalog: Catalog, located: Sequence[tuple[Table, ln.CreateTableVersionEntry]], managed: bool
+    catalog: Catalog, located: Sequence[tuple[Table, ln.CreateTableVersionEntry]], managed: bool, branch: bool = False
 ) -> list[ln.TableVersion]:
     """Validate every entry (InvalidInput before any write), then commit. One ``_versions/`` listing per
-    entry serves the scheme and the version checks."""
+    entry serves the scheme and the version checks. ``branch``: the entries are of a branch (never managed)."""
     remote = catalog.storage.is_remote
     listings = map_concurrently(lambda table: commit_names(catalog, table, managed), [t for t, _ in located], remote)
     entries = [
         validate_entry(catalog, table, entry, names) for (table, entry), names in zip(located, listings, strict=True)
     ]
     if not managed:
-        return [_create_unmanaged(catalog, entry) for entry in entries]
+        return [_create_unmanaged(catalog, entry, branch) for entry in entries]
     # seed 003 "External Store Commit", steps (2) to (4) for every entry at once
     rows = version_rows_to_insert(catalog, entries, listings)
     mark_table_versions(catalog)
@@ -151,9 +152,10 @@ def validate_entry(
     return VersionEntry(table, entry.version, scheme, key or "", final_key, entry.metadata)
 
 
-def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> ln.TableVersion:
-    """Seed 000 without management: staged → final with put-if-not-exists, ``version == latest + 1``,
-    idempotent for identical bytes, then the staged file is deleted."""
+def _create_unmanaged(catalog: Catalog, entry: VersionEntry, branch: bool = False) -> ln.TableVersion:
+    """Seed 000 without management (and a branch's versions with it): staged → final with put-if-not-exists,
+    ``version == latest + 1`` (a branch's first version is the version it was created from), idempotent for
+    identical bytes, then the staged file is deleted."""
     storage, oid = catalog.storage, entry.table.object_id
     if not storage.exists(entry.staged_key):
         if storage.exists(entry.final_key):  # a retry of a commit that already went through
@@ -165,7 +167,7 @@ def _create_unmanaged(catalog: Catalog, entry: VersionEntry) -> ln.TableVersion:
             raise ln.ConcurrentModificationError(f"Version {entry.version} of '{oid}' already exists")
     else:
         latest = max(files, default=0)
-        if entry.version != latest + 1:
+        if entry.version != latest + 1 and not (branch and not files):
             raise ln.ConcurrentModificationError(
                 f"Version {entry.version} of '{oid}' is not the next version (latest is {latest})"
             )

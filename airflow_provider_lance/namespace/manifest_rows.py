@@ -114,16 +114,24 @@ class VersionRows(Mapping[int, tuple[str, "str | None"]]):
         """The highest version number (0 when none)."""
         return max(pc.max(self._numbers).as_py() or 0, *self._extra, 0) if len(self) else 0
 
+    @property
+    def first(self) -> int:
+        """The lowest version number (0 when none)."""
+        lowest = [pc.min(self._numbers).as_py()] if len(self._numbers) else []
+        return min([*lowest, *self._extra], default=0)
+
 
 @dataclass(frozen=True)
 class VersionLine:
     """The ``table_version`` rows of one table in one index: by version number; the versions whose row may
-    still point at a staged manifest (``staged``, a superset the caller checks, ascending); ``latest`` (0: none).
+    still point at a staged manifest (``staged``, a superset the caller checks, ascending); ``latest`` and ``first``
+    (0: none).
     """
 
     rows: Mapping[int, tuple[str, str | None]]
     staged: tuple[int, ...] = ()
     latest: int = 0
+    first: int = 0  # the lowest version number (0: none)
 
 
 NO_VERSIONS = VersionLine({})

@@ -261,7 +261,7 @@ class RowIndex:
             if number.isascii() and number.isdigit() and int(number) in line:
                 staged.append(int(number))
             at += 1
-        return VersionLine(line, tuple(sorted(staged)), line.latest)
+        return VersionLine(line, tuple(sorted(staged)), line.latest, line.first)
 
     def _locate(self, object_id: str) -> int | None:
         return self.positions([object_id]).get(object_id)

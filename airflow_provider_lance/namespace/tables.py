@@ -209,7 +209,7 @@ def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.Des
     if version is None and managed:  # the latest number from the rows and one names-only listing
         version = versions.known_versions(catalog, line, managed).latest
     else:
-        versions.finish_pending(catalog, line)
+        versions.finish_pending(catalog, table)  # the main line's rows (a branch has none)
     response = ln.DescribeTableResponse(
         table=parts[-1],
         namespace=parts[:-1],
@@ -220,9 +220,10 @@ def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.Des
         managed_versioning=True if managed else None,
     )
     named = request.version is not None or request.tag is not None  # a version that must exist
+    if named and (managed or request.load_detailed_metadata is False):
+        # TableVersionNotFound when it does not exist (a managed one: its manifest too, not only its row)
+        versions.describe(catalog, line, version, managed)
     if request.load_detailed_metadata is False:
-        if named:
-            versions.describe(catalog, line, version, managed)  # TableVersionNotFound when it does not exist
         response.version = version
         if request.check_declared and version is None:  # answered only when asked, as the reference does
             response.is_only_declared = not versions.has_manifests(catalog, line)

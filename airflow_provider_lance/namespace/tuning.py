@@ -38,6 +38,10 @@ VERSION_LINES = 1024
 # ``_versions/`` instead: versions written round the namespace are rare, and a listing of 10,000 names cost
 # ~15-25 ms (issue 29); bound: at most 8 point requests before the one listing.
 NEWER_PROBES = 8
+# Rowed versions a managed answer checks on storage one ``stat`` (S3: HEAD, concurrently) at a time before
+# listing ``_versions/`` instead (issue 37: a clean-up may have removed their manifests). A page of 20 is 19
+# ``stat``s locally (~0.2 ms; the latest row is not checked); a listing of 10,000 names costs ~15-25 ms.
+VERIFY_PROBES = 32
 # The largest ``__manifest`` fragment a managed commit's repoint rewrites whole (the commit point's own fragment
 # holds its rows: an Update instead of pylance's merge-insert, ~17 ms per append at 40 tables x 25 versions);
 # a larger one (a compaction merged the row into it) gets a deletion vector. Bound: one fragment of a commit point

@@ -5,6 +5,11 @@ Without table version management, ``_versions/`` is the truth. With it, ``__mani
 manifest store: a ``table_version`` row (``<table object id>$<version>``) is the commit point, and any reader
 that finds a row still pointing at a staged manifest finishes the commit (copy to the final name, repoint the
 row) before answering. The writer side is in commit.py.
+
+Branches (pylance's ``tree/<branch>/``) are not rows: ``__manifest`` records the main line only (seed 003), so a
+branch's ``_versions/`` is its truth, committed with put-if-not-exists as without management. A version whose
+manifest storage no longer has (Lance's clean-up, a lifecycle rule) is never answered, and its row is removed
+(docs/engine.md, "Versions storage no longer has").
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import logging
 import operator
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import lance
 import pyarrow as pa
@@ -33,7 +39,6 @@ from lance_namespace import (
     TableBranchNotFoundError,
     TableVersion,
     TableVersionNotFoundError,
-    UnsupportedOperationError,
 )
 
 from airflow_provider_lance.namespace import fragments
@@ -49,31 +54,40 @@ from airflow_provider_lance.namespace.manifest_rows import (
 )
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import FileInfo
-from airflow_provider_lance.namespace.tuning import NEWER_PROBES, SMALL_FRAGMENT_ROWS
+from airflow_provider_lance.namespace.tuning import NEWER_PROBES, SMALL_FRAGMENT_ROWS, VERIFY_PROBES
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 MAIN_BRANCH = "main"
 MAX_VERSIONS_PER_DELETE = 1_000_000
 
 
 # -- which version line ---------------------------------------------------------------------------------------
-def locate_line(catalog: Catalog, identifier: object, branch: str | None, writing: bool = False) -> tuple[Table, bool]:
-    """The table whose versions a request names, and whether they are managed. ``branch`` (pylance's
-    ``tree/<name>/``, which must exist) moves the version files to the branch directory; ``__manifest`` tracks
-    only the main line, so branch versions are unmanaged and writing them is refused on a managed catalog."""
-    return branch_line(catalog, catalog.find_table(ids.validate_identifier(identifier, "table")), branch, writing)
+def is_main(branch: str | None) -> bool:
+    """Whether ``branch`` names the main line (unset, ``""`` or ``"main"``)."""
+    return branch is None or branch in ("", MAIN_BRANCH)
 
 
-def branch_line(catalog: Catalog, table: Table, branch: str | None, writing: bool = False) -> tuple[Table, bool]:
-    """:func:`locate_line` for a table already located."""
-    managed = catalog.managed()
-    if branch is None or branch == MAIN_BRANCH:
-        return table, managed
+def locate_line(catalog: Catalog, identifier: object, branch: str | None) -> tuple[Table, bool]:
+    """The table whose versions a request names, and whether they are managed (rows in ``__manifest``):
+    the main line with table version management; a branch's versions never are (see the module docstring)."""
+    return branch_line(catalog, catalog.find_table(ids.validate_identifier(identifier, "table")), branch)
+
+
+def branch_line(catalog: Catalog, table: Table, branch: str | None) -> tuple[Table, bool]:
+    """:func:`locate_line` for a table already located. A branch exists when pylance's reference to it
+    (``_refs/branches/<name>.json``) does or, while pylance creates it (it commits the branch's first version
+    before writing the reference), its ``_versions/`` holds a file; else TableBranchNotFound."""
+    if branch is None or is_main(branch):
+        return table, catalog.managed()
     ids.validate_identifier([branch], "branch")
-    if catalog.storage.file_info(f"{table.location}/_refs/branches/{branch}.json") is None:
+    line = Table(table.parts, f"{table.location}/tree/{branch}")
+    if catalog.storage.file_info(f"{table.location}/_refs/branches/{branch}.json") is None and not version_names(
+        catalog, line
+    ):
         raise TableBranchNotFoundError(f"Table branch not found: '{branch}' of '{table.object_id}'")
-    if writing and managed:
-        raise UnsupportedOperationError(f"Versions of branch '{branch}' are not managed: commit them with pylance")
-    return Table(table.parts, f"{table.location}/tree/{branch}"), False
+    return line, False
 
 
 # -- what exists -----------------------------------------------------------------------------------------------
@@ -142,26 +156,32 @@ def has_manifests(catalog: Catalog, table: Table) -> bool:
 
 @dataclass(frozen=True)
 class KnownVersions:
-    """Every version of a table, from one listing of ``_versions/`` and (managed) its rows, which win; a version
-    is described only when asked for (:meth:`describe`). A remote store's listing describes every file at no
-    cost (``listed``); a local one is names-only (no ``stat`` per file)."""
+    """Every version of a table, from one listing of ``_versions/`` and (managed) its rows; a version is
+    described only when asked for (:meth:`describe`). A remote store's listing describes every file at no cost
+    (``listed``); a local one is names-only (no ``stat`` per file). With a listing, a row whose manifest is not
+    listed is a version storage no longer has (``removed``: not answered). ``contiguous``: the rows hold every
+    version from ``first`` to their latest and no manifest lies below ``first`` (no listing: the files are only
+    the newer ones), so a row's manifest is checked when its version is described."""
 
     catalog: Catalog
     table: Table
     files: dict[int, str]  # version -> final manifest name in ``_versions/``
     line: VersionLine
     listed: dict[int, TableVersion] | None = None  # the files described by a detailed listing
-
-    contiguous: bool = False  # the rows hold every version from 1 to the latest row; files only the newer
+    contiguous: bool = False
+    removed: frozenset[int] = frozenset()
 
     @property
     def numbers(self) -> Sequence[int] | set[int]:
-        return range(1, self.latest + 1) if self.contiguous else set(self.files) | set(self.line.rows)
+        if self.contiguous:
+            return range(self.line.first, (self.latest or 0) + 1)
+        return set(self.files) | (set(self.line.rows) - self.removed)
 
     def ordered(self, descending: bool) -> Sequence[int]:
         """Every version number, ascending or descending (a range, not a list, when ``contiguous``)."""
         if self.contiguous:
-            return range(self.latest or 0, 0, -1) if descending else range(1, (self.latest or 0) + 1)
+            first, latest = self.line.first, self.latest or 0
+            return range(latest, first - 1, -1) if descending else range(first, latest + 1)
         return sorted(self.numbers, reverse=descending)
 
     @property
@@ -170,7 +190,8 @@ class KnownVersions:
 
     def describe(self, numbers: Sequence[int]) -> list[TableVersion]:
         """These versions (all known): a row's from its metadata, a file's from its listing (locally one
-        ``stat`` for one file, one detailed listing for several)."""
+        ``stat`` for one file, one detailed listing for several). :class:`VersionsRemoved` when a row's
+        manifest is gone (``contiguous`` only: a listing has shown the others)."""
         unrowed = [number for number in numbers if number not in self.line.rows]
         infos: dict[int, TableVersion] = self.listed if self.listed is not None else {}
         if unrowed and self.listed is None:  # not described by the listing
@@ -182,35 +203,115 @@ class KnownVersions:
                 infos = version_files(self.catalog, self.table)
         if any(number not in infos for number in unrowed):
             raise TableVersionNotFoundError(f"Table versions of '{self.table.object_id}' removed concurrently")
-        return [
-            table_version_from(number, finish(self.catalog, self.table, number, _row(self.line, number)))
+        described = {
+            number: finish(self.catalog, self.table, number, _row(self.line, number))
+            for number in numbers
             if number in self.line.rows
-            else infos[number]
+        }
+        if self.contiguous and missing_manifests(self.catalog, self.table, self.line, described):
+            raise VersionsRemoved
+        return [
+            table_version_from(number, described[number]) if number in described else infos[number]
             for number in numbers
         ]
 
 
-def known_versions(catalog: Catalog, table: Table, managed: bool) -> KnownVersions:
+class VersionsRemoved(Exception):
+    """A version described from its row has no manifest on storage any more (see :func:`answered`)."""
+
+
+def known_versions(catalog: Catalog, table: Table, managed: bool, listing: bool = False) -> KnownVersions:
     """The table's versions (:class:`KnownVersions`), any commit that stopped after its row finished first.
-    When the rows hold every version from 1 to their latest, no file at or below it can add one: only the
-    manifests after it are looked for (a ``stat`` each, written by writers that went round the namespace),
-    instead of listing ``_versions/`` (10,000 names: ~15 ms of listing and parsing; issue 29)."""
+    When the rows hold every version from their first to their latest, and no manifest lies just below the
+    first (one ``stat``: a catalog whose older versions predate management has them), no file at or below the
+    latest row can add one: only the manifests after it are looked for (a ``stat`` each, written by writers that
+    went round the namespace), instead of listing ``_versions/`` (10,000 names: ~15 ms of listing and parsing;
+    issue 29). Otherwise (or ``listing``) one listing, and the rows of versions it does not show are removed."""
+    line = NO_VERSIONS
     if managed:
         finish_pending(catalog, table)
         line = version_line(catalog, table)
-        if complete(line):
+        if not listing and complete(line) and not _below_first(catalog, table, line):
             return KnownVersions(catalog, table, newer_files(catalog, table, line), line, contiguous=True)
     listed = None
     if catalog.storage.is_remote:
         files, listed = _detailed_listing(catalog, table)
     else:
         files = {parsed[0]: name for name in version_names(catalog, table) if (parsed := ids.parse_manifest_name(name))}
-    return KnownVersions(catalog, table, files, version_line(catalog, table) if managed else NO_VERSIONS, listed)
+    return KnownVersions(catalog, table, files, line, listed, removed=forget_removed(catalog, table, line, files))
+
+
+# (table directory URI, first row) of lines with no manifest just below their first row. Lance never writes a
+# version below a table's latest, so the answer holds for good: one ``stat`` per table and first row, not per call.
+_NOTHING_BELOW: set[tuple[str, int]] = set()
+
+
+def _below_first(catalog: Catalog, table: Table, line: VersionLine) -> bool:
+    """Whether the manifest of the version just below the first row exists (a table that had versions before
+    table version management was turned on)."""
+    if line.first <= 1:
+        return False
+    key = (catalog.storage.uri(table.location), line.first)
+    if key in _NOTHING_BELOW:
+        return False
+    if catalog.storage.file_info(ids.manifest_key(table.location, line.first - 1, _scheme(line))) is not None:
+        return True
+    if len(_NOTHING_BELOW) >= 4096:
+        _NOTHING_BELOW.clear()  # threads may race here: at worst a table is looked at again
+    _NOTHING_BELOW.add(key)
+    return False
+
+
+def answered(catalog: Catalog, table: Table, managed: bool, answer: Callable[[KnownVersions], _T]) -> _T:
+    """``answer`` of the table's known versions; when it meets a version whose manifest storage no longer has,
+    again from one listing (which removes the rows of every such version)."""
+    try:
+        return answer(known_versions(catalog, table, managed))
+    except VersionsRemoved:
+        return answer(known_versions(catalog, table, managed, listing=True))
 
 
 def complete(line: VersionLine) -> bool:
-    """Whether the rows hold every version from 1 to their latest: no file at or below it can add a version."""
-    return bool(line.latest) and len(line.rows) == line.latest
+    """Whether the rows hold every version from their first to their latest."""
+    return bool(line.latest) and len(line.rows) == line.latest - line.first + 1
+
+
+# -- versions storage no longer has --------------------------------------------------------------------------
+def missing_manifests(catalog: Catalog, table: Table, line: VersionLine, rowed: dict[int, dict[str, Any]]) -> bool:
+    """Whether the final manifest of a described row (version -> its finished metadata) is gone. The latest row
+    is not looked at (Lance's clean-up and compaction never remove the latest version); up to ``VERIFY_PROBES``
+    others by a ``stat`` (S3: HEAD) each, more by one names-only listing."""
+    checked = {number: meta for number, meta in rowed.items() if number != line.latest}
+    if not checked:
+        return False
+    if len(checked) > VERIFY_PROBES:
+        present = {parsed[0] for name in version_names(catalog, table) if (parsed := ids.parse_manifest_name(name))}
+        return any(number not in present for number in checked)
+    keys = [
+        ids.manifest_key(table.location, number, meta.get("naming_scheme", ids.V2)) for number, meta in checked.items()
+    ]
+    return None in map_concurrently(catalog.storage.file_info, keys, catalog.storage.is_remote)
+
+
+def rows_without_manifest(line: VersionLine, files: Collection[int]) -> frozenset[int]:
+    """The versions that have a row but no manifest in ``files`` (a listing made after the rows were read), but
+    for rows that may still point at a staged manifest (a commit in flight) and the latest row."""
+    numbers = range(line.first, line.latest + 1) if complete(line) else line.rows  # a range: no row read
+    kept = {*line.staged, line.latest}
+    return frozenset(number for number in numbers if number not in files and number not in kept)
+
+
+def forget_removed(catalog: Catalog, table: Table, line: VersionLine, files: Collection[int]) -> frozenset[int]:
+    """:func:`rows_without_manifest`, their rows removed in one ``__manifest`` commit: a clean-up, a lifecycle
+    rule or anyone else removed the manifests. A store that refuses the write (read-only credentials) keeps the
+    rows: they are ignored, and removed by a later call that can write."""
+    removed = rows_without_manifest(line, files)
+    if removed:
+        try:
+            catalog.manifest.delete_versions({table.object_id: sorted(removed)})
+        except Exception as error:
+            log.warning("Rows of removed versions of '%s' kept for now: %s", table.object_id, error)
+    return removed
 
 
 def commit_names(catalog: Catalog, table: Table, managed: bool) -> list[str]:
@@ -389,18 +490,21 @@ def list_table_versions(catalog: Catalog, request: ListTableVersionsRequest) -> 
         raise InvalidInputError(f"Invalid limit {limit}: it must not be negative")
     if page_token is not None and not (page_token.isascii() and page_token.isdigit()):
         raise InvalidInputError(f"Invalid page_token {page_token!r}: expected a version number")
-    known = known_versions(catalog, table, managed)
-    ordered = known.ordered(descending)
-    if page_token is not None:
-        after = int(page_token)
-        ordered = ordered[
-            bisect_right(ordered, -after, key=operator.neg) if descending else bisect_right(ordered, after) :
-        ]
-    token = None
-    if limit is not None and len(ordered) > limit:
-        ordered = ordered[:limit]
-        token = str(ordered[-1]) if ordered else None
-    return ListTableVersionsResponse(versions=known.describe(ordered), page_token=token)
+
+    def page(known: KnownVersions) -> ListTableVersionsResponse:
+        ordered = known.ordered(descending)
+        if page_token is not None:
+            after = int(page_token)
+            ordered = ordered[
+                bisect_right(ordered, -after, key=operator.neg) if descending else bisect_right(ordered, after) :
+            ]
+        token = None
+        if limit is not None and len(ordered) > limit:
+            ordered = ordered[:limit]
+            token = str(ordered[-1]) if ordered else None
+        return ListTableVersionsResponse(versions=known.describe(ordered), page_token=token)
+
+    return answered(catalog, table, managed, page)
 
 
 def describe_table_version(catalog: Catalog, request: DescribeTableVersionRequest) -> DescribeTableVersionResponse:
@@ -415,15 +519,20 @@ def describe(catalog: Catalog, table: Table, version: int | None, managed: bool)
         ids.check_version(version)
     if managed and version is not None:
         line = version_line(catalog, table)
-        if version in line.rows:
-            return table_version_from(version, finish(catalog, table, version, _row(line, version)))
-    known = known_versions(catalog, table, managed)
-    number = known.latest if version is None else version
-    if number is None:
-        raise TableVersionNotFoundError(f"Table '{table.object_id}' has no versions")
-    if number not in known.numbers:
-        raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
-    return known.describe([number])[0]
+        if version in line.rows:  # a version by point: its row, and a ``stat`` of its manifest unless the latest
+            meta = finish(catalog, table, version, _row(line, version))
+            if not missing_manifests(catalog, table, line, {version: meta}):
+                return table_version_from(version, meta)
+
+    def one(known: KnownVersions) -> TableVersion:
+        number = known.latest if version is None else version
+        if number is None:
+            raise TableVersionNotFoundError(f"Table '{table.object_id}' has no versions")
+        if number not in known.numbers:
+            raise TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
+        return known.describe([number])[0]
+
+    return answered(catalog, table, managed, one)
 
 
 # -- BatchDeleteTableVersions ------------------------------------------------------------------------------
@@ -454,7 +563,7 @@ def batch_delete_versions_of_tables(
     anything is deleted; then every table's manifests are deleted, then every table's rows in ONE
     ``__manifest`` commit (all of them or none), where a call per table makes a commit per table. On a remote
     store the ``_versions/`` listings run concurrently."""
-    lines = [locate_line(catalog, request.id, request.branch, writing=True) for request in requests]
+    lines = [locate_line(catalog, request.id, request.branch) for request in requests]
     tables = Counter(table.object_id for table, _ in lines)
     twice = sorted(oid for oid, count in tables.items() if count > 1)
     if twice:
@@ -473,24 +582,32 @@ def _deletion(
     catalog: Catalog, request: BatchDeleteTableVersionsRequest, table: Table, managed: bool, names: list[str]
 ) -> _Deletion:
     """The versions one request deletes: of its table's manifest files (``names``, its ``_versions/``) and
-    (managed) rows, those in its ranges."""
+    (managed) rows, those in its ranges. A row whose manifest is not listed (removed by a clean-up of someone
+    else's) is not a version: its row goes, it is not counted."""
     files = {parsed[0] for name in names if (parsed := ids.parse_manifest_name(name))}
-    rows = version_line(catalog, table).rows if managed else {}
-    targets = versions_in_ranges(request, table, files | set(rows))
+    line = version_line(catalog, table) if managed else NO_VERSIONS
+    existing = files | set(line.staged) | ({line.latest} if line.latest else set())
+    targets = versions_in_ranges(request, table, existing)
     scheme = naming_scheme(names) or ids.V2
     keys = [ids.manifest_key(table.location, version, scheme) for version in targets]
-    return _Deletion(table, targets, keys, [version for version in targets if version in rows])
+    # the rows were read after the listing: a version committed since is above every listed one, not gone
+    gone = [version for version in rows_without_manifest(line, files) if version < max(files, default=0)]
+    return _Deletion(table, targets, keys, sorted({*gone, *(version for version in targets if version in line.rows)}))
 
 
 def versions_in_ranges(request: BatchDeleteTableVersionsRequest, table: Table, existing: set[int]) -> list[int]:
     """The existing versions the request's ranges cover, ascending; TableVersionNotFound for a version they
     cover that does not exist, unless ``ignore_missing`` (the request model has no such field: it travels in
-    the context)."""
+    the context). A version below the oldest one that exists is not missing: a clean-up removed it (pylance's,
+    or an earlier attempt of this request that failed part-way), so deleting it is done already."""
     spans = _version_spans(request, latest=max(existing, default=0))
     targets = sorted(v for v in existing if any(start <= v < end for start, end in spans))
     ignore_missing = (request.context or {}).get("ignore_missing", "false").lower() == "true"
-    if not ignore_missing and sum(end - start for start, end in spans) != len(targets):
-        missing = itertools.islice((v for start, end in spans for v in range(start, end) if v not in existing), 10)
+    oldest = min(existing, default=0)
+    if not ignore_missing and sum(max(0, end - max(start, oldest)) for start, end in spans) != len(targets):
+        missing = itertools.islice(
+            (v for start, end in spans for v in range(max(start, oldest), end) if v not in existing), 10
+        )
         raise TableVersionNotFoundError(f"Table versions not found for '{table.object_id}': {list(missing)}")
     return targets
 

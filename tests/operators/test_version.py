@@ -173,3 +173,43 @@ def test_batch_delete_names_exactly_one_target():
         LanceBatchDeleteTableVersionsOperator(task_id="x", table_id="t", namespace_id="ns", keep_last=1)
     with pytest.raises(ValueError, match="exactly one of"):
         LanceBatchDeleteTableVersionsOperator(task_id="x", keep_last=1)
+
+
+@pytest.mark.parametrize("pylance_first", [True, False], ids=["pylance-then-operator", "operator-then-pylance"])
+def test_clean_up_operator_and_pylance_clean_up_agree(set_conn, lance_root, pylance_first):
+    """The provider's clean-up (BatchDeleteTableVersions) and pylance's ``cleanup_old_versions`` on one managed
+    table, in either order: every version listed exists, opens and is described, and ``__manifest`` holds a
+    row for exactly the versions storage has (issue 37)."""
+    from datetime import timedelta
+
+    set_conn("default", extra={"table_version_management": "true"})
+    hook = LanceHook()
+    write_table(hook.namespace, ["t"])
+    for _ in range(5):  # versions 1-6
+        write_table(hook.namespace, ["t"], mode="append")
+    dataset = lance.dataset(namespace_client=hook.namespace, table_id=["t"])
+
+    def operator() -> int:
+        operator = LanceBatchDeleteTableVersionsOperator(task_id="x", table_id="t", keep_last=4)
+        return operator.execute(make_context())["deleted_count"]
+
+    def pylance() -> int:
+        return dataset.cleanup_old_versions(versions=[4]).old_versions
+
+    if pylance_first:
+        assert pylance() == 1
+        assert operator() == 1  # of 1, 2, 3, 5, 6 (4 is gone): version 1
+    else:
+        assert operator() == 2  # versions 1 and 2
+        assert pylance() == 1
+    listed = [v.version for v in hook.list_table_versions("t")]
+    assert listed == ([2, 3, 5, 6] if pylance_first else [3, 5, 6])
+    for number in listed:
+        assert hook.describe_table_version("t", number).version == number
+        assert lance.dataset(namespace_client=hook.namespace, table_id=["t"], version=number).version == number
+    rows = hook.namespace.manifest.query("object_type = 'table_version'")
+    assert sorted(int(row.object_id.rpartition("$")[2]) for row in rows) == listed
+    assert hook.check_table_version("t", version=4) == (False, None)
+    assert dataset.cleanup_old_versions(older_than=timedelta(0)).old_versions == len(listed) - 1
+    assert [v.version for v in hook.list_table_versions("t")] == [6]
+    assert [row.object_id for row in hook.namespace.manifest.query("object_type = 'table_version'")] == ["t$6"]

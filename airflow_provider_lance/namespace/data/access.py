@@ -100,7 +100,7 @@ def read_dataset(
     catalog: Catalog, table: Table, version: int | None = None, branch: str | None = None
 ) -> lance.LanceDataset:
     """The dataset a read request names: the main line, or ``branch`` (its latest, or ``version`` of it)."""
-    if branch is None:
+    if branch is None or versions.is_main(branch):
         return table_dataset(catalog, table, version)
     dataset = table_dataset(catalog, table)
     check_branch(dataset, table, branch)
@@ -109,17 +109,18 @@ def read_dataset(
 
 
 def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> lance.LanceDataset:
-    """The dataset a write goes to; with management opened through the facade, and a branch write refused
-    (``__manifest`` tracks only main-line versions)."""
-    if catalog.managed():
-        if branch is not None:
-            raise ln.UnsupportedOperationError(
-                f"Writes to branch '{branch}' are not supported with table version management"
-            )
-        table_dataset(catalog, table)  # TableNotFound for a table that is only declared
-        with pylance_errors("open"):
-            return lance.dataset(namespace_client=catalog.facade, table_id=table.parts)
-    return read_dataset(catalog, table, branch=branch)
+    """The dataset a write goes to (the main line or ``branch``); with management opened through the facade,
+    so that pylance commits every version with CreateTableVersion (a branch's as a file, versions.py)."""
+    if not catalog.managed():
+        return read_dataset(catalog, table, branch=branch)
+    table_dataset(catalog, table)  # TableNotFound for a table that is only declared
+    with pylance_errors("open"):
+        dataset = lance.dataset(namespace_client=catalog.facade, table_id=table.parts)
+    if branch is None or versions.is_main(branch):
+        return dataset
+    check_branch(dataset, table, branch)
+    with pylance_errors(f"checkout of branch '{branch}'"):
+        return dataset.checkout_version((branch, None))
 
 
 def check_branch(dataset: lance.LanceDataset, table: Table, branch: str) -> None:

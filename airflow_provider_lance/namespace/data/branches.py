@@ -1,7 +1,7 @@
 """Table branches and restore: CreateTableBranch, ListTableBranches, DeleteTableBranch, RestoreTable.
 
-Branches are pylance's (``tree/<name>/``). With table version management they are refused for writes:
-``__manifest`` tracks the main line's versions only, so a branch could never be committed through it.
+Branches are pylance's (``tree/<name>/``). With table version management pylance commits a branch's versions
+through the facade too; ``__manifest`` records the main line only, a branch's versions are its files (versions.py).
 """
 
 from __future__ import annotations
@@ -19,21 +19,21 @@ from airflow_provider_lance.namespace.data.access import (
     transaction_id,
     write_dataset,
 )
+from airflow_provider_lance.namespace.versions import is_main
 
 
 def create_table_branch(catalog: Catalog, request: ln.CreateTableBranchRequest) -> ln.CreateTableBranchResponse:
     """CreateTableBranch: branch ``name`` off ``from_version`` (default: the latest) of ``from_branch``
-    (default: main). Refused (Unsupported) with table version management."""
-    if catalog.managed():
-        raise ln.UnsupportedOperationError("Branches are not supported with table version management")
+    (default: main)."""
     table = locate(catalog, request.id)
-    dataset = table_dataset(catalog, table)
+    dataset = write_dataset(catalog, table)
     if request.name in dataset.branches.list():
         raise ln.TableBranchAlreadyExistsError(f"Table branch already exists: '{request.name}' of '{table.object_id}'")
-    if request.from_branch is not None:
-        check_branch(dataset, table, request.from_branch)
+    from_branch = None if is_main(request.from_branch) else request.from_branch
+    if from_branch is not None:
+        check_branch(dataset, table, from_branch)
     with pylance_errors(f"branch of '{table.object_id}'", request.name):
-        dataset.create_branch(request.name, (request.from_branch, request.from_version))
+        dataset.create_branch(request.name, (from_branch, request.from_version))
     return ln.CreateTableBranchResponse()
 
 

@@ -42,9 +42,17 @@ def test_every_managed_write_is_a_table_version_row(make_namespace: Callable[...
         assert call(namespace, method, id=TABLE, **fields)[0] == "ok", method
     assert _version_rows(namespace) == sorted(f"w$t${version}" for version in range(1, 13))
     assert do(namespace, "count_table_rows", id=TABLE).count == 10
-    refused = InsertIntoTableRequest(id=TABLE, branch="b")
-    assert outcome(namespace.insert_into_table, refused, ipc(rows())) == ("error", 0)
-    assert call(namespace, "create_table_branch", id=TABLE, name="b") == ("error", 0)
+    # A branch of a managed table (issue 37): its versions are its files, not rows; the main line is untouched.
+    to_branch = InsertIntoTableRequest(id=TABLE, branch="b")
+    assert outcome(namespace.insert_into_table, to_branch, ipc(rows())) == ("error", 22)  # no such branch yet
+    assert call(namespace, "create_table_branch", id=TABLE, name="b")[0] == "ok"
+    assert outcome(namespace.insert_into_table, to_branch, ipc(rows(3, start=100)))[0] == "ok"
+    assert do(namespace, "count_table_rows", id=TABLE, branch="b").count == 13
+    branch_versions = do(namespace, "list_table_versions", id=TABLE, branch="b").versions
+    assert [version.version for version in branch_versions] == [12, 13]
+    assert all("/tree/b/_versions/" in version.manifest_path for version in branch_versions)
+    assert _version_rows(namespace) == sorted(f"w$t${version}" for version in range(1, 13))
+    assert do(namespace, "count_table_rows", id=TABLE, branch="main").count == 10
 
 
 def test_describe_table_follows_tag_and_branch(make_namespace: Callable[..., LanceNamespace]) -> None:
