@@ -1,7 +1,8 @@
 """From an operation's result or error to the HTTP response of the protocol.
 
 Errors carry the protocol's error body, ``{"error": <message>, "code": <ErrorCode>}``, with the HTTP status of
-their code (``utils/http_status.py``, shared with the catalog page).
+their code (``utils/http_status.py``, shared with the catalog page), but for an Unsupported error on an operation
+whose spec has no 406 (``Route.unsupported_status``). Results carry the spec's media type and success status.
 Nothing but a ``lance_namespace`` error's own message ever reaches a client: any other exception is logged
 with its traceback and answered with code 18 and the request id to look it up.
 """
@@ -17,13 +18,15 @@ from lance_namespace import ErrorCode, LanceNamespaceError
 from starlette.responses import JSONResponse, Response
 
 from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS
+from airflow_provider_lance.rest.routes import BY_OPERATION
 from airflow_provider_lance.utils.http_status import status_of
 
 log = logging.getLogger(__name__)
 
 _SECRET_MARKERS = ("secret", "password", "token", "credential", "session", "sas", "account_key", "private")
 
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
+# QueryTable's results: an Arrow IPC *file* (the spec's and the reference's media type; the engine writes one)
+ARROW_FILE = "application/vnd.apache.arrow.file"
 
 
 def error_response(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -40,6 +43,10 @@ def exception_response(error: BaseException, operation: str, request_id: str) ->
     """The response for an exception raised by an operation: its own code and message for a namespace error,
     a generic internal error (traceback in the server log only) for anything else."""
     if isinstance(error, LanceNamespaceError):
+        route = BY_OPERATION.get(operation)
+        if route is not None and status_of(error.code) == status_of(ErrorCode.UNSUPPORTED):
+            body = {"error": str(error), "code": int(error.code)}
+            return JSONResponse(body, status_code=route.unsupported_status)
         return error_response(error.code, str(error))
     log.error("%s failed (request %s)", operation, request_id, exc_info=error)
     return error_response(ErrorCode.INTERNAL, f"Internal error in {operation}; request id {request_id}")
@@ -76,7 +83,8 @@ def _without_credentials(value: Any) -> Any:
 
 def result_response(operation: str, result: Any, vend_credentials: bool) -> Response:
     """The HTTP response of an operation's result: JSON for models, dicts, numbers and text; the Arrow IPC
-    bytes themselves for ``query_table``; an empty 200 for the existence checks (as the reference).
+    file itself for ``query_table``; an empty 200 for the existence checks (as the reference); the bare
+    metadata map for ``update_table_schema_metadata`` (the spec's REST form).
 
     :param operation: The operation name.
     :param result: What the ``LanceNamespace`` method returned.
@@ -84,12 +92,15 @@ def result_response(operation: str, result: Any, vend_credentials: bool) -> Resp
     """
     if operation == "query_table":
         data = result.data if hasattr(result, "data") else result
-        return Response(bytes(data), media_type=ARROW_STREAM)
+        return Response(bytes(data), media_type=ARROW_FILE)
     if operation in ("table_exists", "namespace_exists"):
         return Response(status_code=200)
     if operation == "count_table_rows":  # the clients read a bare integer
         return Response(json.dumps(result.count if hasattr(result, "count") else result), media_type="application/json")
+    if operation == "update_table_schema_metadata":
+        result = result.metadata if hasattr(result, "metadata") else result
     plain = _plain(result)
     if isinstance(plain, dict) and not vend_credentials:
         plain = _without_credentials(plain)
-    return JSONResponse(plain)
+    route = BY_OPERATION.get(operation)
+    return JSONResponse(plain, status_code=200 if route is None else route.status)

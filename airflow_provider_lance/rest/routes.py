@@ -36,12 +36,17 @@ class Route:
     :param path: The ``/v1`` path; ``{id}`` is the object's string identifier, ``{index_name}`` an index.
     :param methods: The HTTP methods accepted.
     :param body: What the body holds.
+    :param status: The status of a success (the spec's: 200 but for three operations).
+    :param unsupported_status: The status of an Unsupported error (code 0): 406 only where the spec lists it
+        (four operations); elsewhere 400, the code still saying Unsupported (the clients go by the code).
     """
 
     operation: str
     path: str
     methods: frozenset[str] = frozenset({"POST"})
     body: Body = Body.JSON
+    status: int = 200
+    unsupported_status: int = 400
 
     @cached_property
     def request_model(self) -> type[pydantic.BaseModel]:
@@ -64,17 +69,17 @@ _T = "/v1/table/{id}"
 
 ROUTES: tuple[Route, ...] = (
     # namespaces
-    Route("create_namespace", "/v1/namespace/{id}/create"),
-    Route("list_namespaces", "/v1/namespace/{id}/list", _GET),
+    Route("create_namespace", "/v1/namespace/{id}/create", unsupported_status=406),
+    Route("list_namespaces", "/v1/namespace/{id}/list", _GET, unsupported_status=406),
     Route("describe_namespace", "/v1/namespace/{id}/describe"),
     Route("drop_namespace", "/v1/namespace/{id}/drop"),
     Route("namespace_exists", "/v1/namespace/{id}/exists"),
-    Route("list_tables", "/v1/namespace/{id}/table/list", _GET),
+    Route("list_tables", "/v1/namespace/{id}/table/list", _GET, unsupported_status=406),
     # tables
     Route("list_all_tables", "/v1/table", _GET),
     Route("declare_table", f"{_T}/declare"),
     Route("create_empty_table", f"{_T}/create_empty"),
-    Route("register_table", f"{_T}/register"),
+    Route("register_table", f"{_T}/register", unsupported_status=406),
     Route("describe_table", f"{_T}/describe"),
     Route("table_exists", f"{_T}/exists"),
     Route("drop_table", f"{_T}/drop"),
@@ -109,7 +114,7 @@ ROUTES: tuple[Route, ...] = (
     Route("alter_table_add_columns", f"{_T}/add_columns"),
     Route("alter_table_alter_columns", f"{_T}/alter_columns"),
     Route("alter_table_drop_columns", f"{_T}/drop_columns"),
-    Route("alter_table_backfill_columns", f"{_T}/backfill_column"),
+    Route("alter_table_backfill_columns", f"{_T}/backfill_column", status=202),
     Route("update_table_schema_metadata", f"{_T}/schema_metadata/update"),
     Route("update_field_metadata", f"{_T}/update_field_metadata"),
     # tags and branches
@@ -124,14 +129,17 @@ ROUTES: tuple[Route, ...] = (
     # transactions and materialized views
     Route("describe_transaction", "/v1/transaction/{id}/describe"),
     Route("alter_transaction", "/v1/transaction/{id}/alter"),
-    Route("create_materialized_view", "/v1/materialized_view/{id}/create"),
-    Route("refresh_materialized_view", "/v1/materialized_view/{id}/refresh"),
+    Route("create_materialized_view", "/v1/materialized_view/{id}/create", status=201),
+    Route("refresh_materialized_view", "/v1/materialized_view/{id}/refresh", status=202),
 )
+
+#: Each operation's route
+BY_OPERATION: dict[str, Route] = {route.operation: route for route in ROUTES}
 
 #: The seed's operation ids, plus the seed's names for two operations (GetNamespace, GetTable).
 OPERATION_IDS: dict[str, Route] = {route.operation_id: route for route in ROUTES} | {
-    "GetNamespace": next(r for r in ROUTES if r.operation == "describe_namespace"),
-    "GetTable": next(r for r in ROUTES if r.operation == "describe_table"),
+    "GetNamespace": BY_OPERATION["describe_namespace"],
+    "GetTable": BY_OPERATION["describe_table"],
 }
 
 _PARAMETER = re.compile(r"^\{(\w+)\}$")

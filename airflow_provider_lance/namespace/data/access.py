@@ -32,6 +32,7 @@ _INVALID_INPUT = (
     "already exists",
     "different schema",
     "is not in the dataset",
+    "Ref is invalid",  # a tag or branch name pylance refuses: empty, or a character not in [A-Za-z0-9._-]
 )
 _VERSION_NOT_FOUND = ("Version not found error", ".manifest was not found", "Table version not found")
 _REF_CONFLICT = "Ref conflict error"
