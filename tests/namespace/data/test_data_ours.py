@@ -131,6 +131,19 @@ def test_branches_are_honoured(make_namespace: Callable[..., LanceNamespace]) ->
         ("analyze_table_query_plan", {"k": 1, "vector": {"multi_vector": [[]]}}, 13),  # an IndexError in pylance
         ("query_table", {"k": 1, "vector": {"multi_vector": [[1.0, 2.0, 3.0, 4.0], [1.0]]}}, 13),
         ("query_table", {"k": 1, "vector": {"single_vector": [1.0] * 4, "multi_vector": [[1.0] * 4]}}, 13),
+        # pylance's ValueError/TypeError for arguments it refuses (found by tests/rest/test_spec_fuzz.py's probes)
+        ("query_table", {"k": 1, "vector": {"single_vector": [1.0] * 4}, "distance_type": "nope"}, 13),
+        ("query_table", {"k": 1, "vector": {"single_vector": [1.0] * 4}, "vector_column": "name"}, 13),
+        (
+            "create_table_index",
+            {"column": "vec", "index_type": "IVF_PQ", "num_partitions": 1, "num_sub_vectors": 3},
+            13,
+        ),
+        ("create_table_index", {"column": "vec", "index_type": "BTREE"}, 13),
+        ("create_table_tag", {"tag": "x" * 10_000, "version": 1}, 13),  # once an I/O error: file name too long
+        ("alter_table_add_columns", {"new_columns": [{"name": "", "expression": "1"}]}, 13),
+        ("alter_table_alter_columns", {"alterations": [{"path": "id", "rename": "name"}]}, 13),
+        ("alter_table_alter_columns", {"alterations": [{"path": "id", "rename": ""}]}, 13),
         ("alter_table_drop_columns", {"columns": ["zz"]}, 12),
         ("alter_table_alter_columns", {"alterations": [{"path": "id", "data_type": {"type": "nope"}}]}, 13),
         ("alter_table_add_columns", {"new_columns": [{"name": "id", "expression": "1"}]}, 13),
