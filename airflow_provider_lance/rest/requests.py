@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,24 @@ def _integer(text: str) -> int:
     if value not in _INT64:
         raise ValueError(f"{text[:24]}{'...' if len(text) > 24 else ''} is outside the int64 range")
     return value
+
+
+def _number(text: str) -> float | int:
+    """A JSON number with a fraction or an exponent: an integer when its value is one (``76.0`` is an integer to
+    JSON Schema, so the spec's integer fields take it; float fields take integers too).
+
+    :param text: The number as sent.
+    :raises ValueError: A number no float64 holds (``1e400``).
+    """
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:24]}{'...' if len(text) > 24 else ''} is outside the float64 range")
+    return int(value) if value.is_integer() and int(value) in _INT64 else value
+
+
+def _not_json(constant: str) -> None:
+    """``NaN`` and ``Infinity``, which Python's parser takes and JSON (RFC 8259) has not."""
+    raise json.JSONDecodeError(f"{constant} is not a JSON value", constant, 0)
 
 
 def parse_id(text: str, delimiter: str) -> list[str]:
@@ -110,11 +129,11 @@ def _json_body(body: bytes, route: Route) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        payload = json.loads(body, parse_int=_integer)
+        payload = json.loads(body, parse_int=_integer, parse_float=_number, parse_constant=_not_json)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InvalidInputError(f"The request body is not JSON: {error}") from None
-    except ValueError as error:  # from _integer
-        raise InvalidInputError(f"The request body holds an integer that is not an int64: {error}") from None
+    except ValueError as error:  # from _integer or _number
+        raise InvalidInputError(f"The request body holds a number out of range: {error}") from None
     if payload is None:  # lancedb sends `null` for a request without fields
         return {}
     if route.operation == "update_table_schema_metadata" and _is_string_map(payload):
