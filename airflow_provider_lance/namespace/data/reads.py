@@ -64,6 +64,7 @@ def _scanner(
     catalog: Catalog, query: _QueryLike, branch: str | None, identifier: list[str] | None = None
 ) -> lance.LanceScanner:
     """A pylance scanner for a QueryTable-shaped request (``identifier`` overrides the query's ``id``)."""
+    vector = _query_vector(query)
     table = locate(catalog, identifier or query.id)
     dataset = read_dataset(catalog, table, query.version, branch)
     options: dict[str, Any] = {
@@ -75,7 +76,6 @@ def _scanner(
     }
     if query.columns is not None:
         options["columns"] = query.columns.column_aliases or query.columns.column_names
-    vector = _query_vector(query)
     if vector:
         options["nearest"] = _nearest(query, vector)
     else:
