@@ -29,14 +29,18 @@ _SECRET_MARKERS = ("secret", "password", "token", "credential", "session", "sas"
 ARROW_FILE = "application/vnd.apache.arrow.file"
 
 
-def error_response(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    code: int, message: str, headers: dict[str, str] | None = None, status: int | None = None
+) -> JSONResponse:
     """The protocol's error body with the status of its code.
 
     :param code: The ``lance_namespace`` error code.
     :param message: What went wrong, for the client.
     :param headers: Extra response headers.
+    :param status: The HTTP status, when not the code's.
     """
-    return JSONResponse({"error": message, "code": int(code)}, status_code=status_of(code), headers=headers)
+    status = status_of(code) if status is None else status
+    return JSONResponse({"error": message, "code": int(code)}, status_code=status, headers=headers)
 
 
 def exception_response(error: BaseException, operation: str, request_id: str) -> JSONResponse:
@@ -44,10 +48,10 @@ def exception_response(error: BaseException, operation: str, request_id: str) ->
     a generic internal error (traceback in the server log only) for anything else."""
     if isinstance(error, LanceNamespaceError):
         route = BY_OPERATION.get(operation)
+        status = None
         if route is not None and status_of(error.code) == status_of(ErrorCode.UNSUPPORTED):
-            body = {"error": str(error), "code": int(error.code)}
-            return JSONResponse(body, status_code=route.unsupported_status)
-        return error_response(error.code, str(error))
+            status = route.unsupported_status
+        return error_response(error.code, str(error), status=status)
     log.error("%s failed (request %s)", operation, request_id, exc_info=error)
     return error_response(ErrorCode.INTERNAL, f"Internal error in {operation}; request id {request_id}")
 

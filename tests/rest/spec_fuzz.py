@@ -161,11 +161,6 @@ class Finding:
     detail: str
     request: str
 
-    @property
-    def key(self) -> tuple[str, str]:
-        """What makes two findings the same kind (the operation and the check)."""
-        return self.operation, self.check
-
     def __str__(self) -> str:
         return f"{self.operation}: {self.check} ({self.status}, code {self.code}): {self.detail}\n    {self.request}"
 
