@@ -1,8 +1,8 @@
 """From an operation's result or error to the HTTP response of the protocol.
 
 Errors carry the protocol's error body, ``{"error": <message>, "code": <ErrorCode>}``, with the HTTP status of
-their code (``utils/http_status.py``, shared with the catalog page), but for an Unsupported error on an operation
-whose spec has no 406 (``Route.unsupported_status``). Results carry the spec's media type and success status.
+their code (``utils/http_status.py``, shared with the catalog page) where the spec lists that status for the
+operation (``Route.errors``; 400 otherwise, 503 for 429). Results carry the spec's media type and success status.
 Nothing but a ``lance_namespace`` error's own message ever reaches a client: any other exception is logged
 with its traceback and answered with code 18 and the request id to look it up.
 """
@@ -47,13 +47,18 @@ def exception_response(error: BaseException, operation: str, request_id: str) ->
     """The response for an exception raised by an operation: its own code and message for a namespace error,
     a generic internal error (traceback in the server log only) for anything else."""
     if isinstance(error, LanceNamespaceError):
-        route = BY_OPERATION.get(operation)
-        status = None
-        if route is not None and status_of(error.code) == status_of(ErrorCode.UNSUPPORTED):
-            status = route.unsupported_status
-        return error_response(error.code, str(error), status=status)
+        return error_response(error.code, str(error), status=_spec_status(operation, status_of(error.code)))
     log.error("%s failed (request %s)", operation, request_id, exc_info=error)
     return error_response(ErrorCode.INTERNAL, f"Internal error in {operation}; request id {request_id}")
+
+
+def _spec_status(operation: str, status: int) -> int:
+    """``status`` if the spec lists it for the operation (or it is a 5xx); else 400 (a request this server will
+    not serve as it is: Unsupported, a conflict where the spec has no 409), or 503 for 429 (come back later)."""
+    route = BY_OPERATION.get(operation)
+    if route is None or status >= 500 or status in route.errors:
+        return status
+    return 503 if status == 429 else 400
 
 
 def _plain(value: Any) -> Any:

@@ -5,6 +5,7 @@ OpenAPI document itself."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -14,7 +15,15 @@ import httpx
 import pyarrow as pa
 import pytest
 import yaml
-from lance_namespace import UnsupportedOperationError
+from lance_namespace import (
+    ConcurrentModificationError,
+    InternalError,
+    LanceNamespaceError,
+    NamespaceNotFoundError,
+    TableIndexAlreadyExistsError,
+    ThrottlingError,
+    UnsupportedOperationError,
+)
 
 from airflow_provider_lance.rest.responses import exception_response, result_response
 from airflow_provider_lance.rest.routes import ROUTES
@@ -44,11 +53,11 @@ def _spec_operations() -> dict[str, tuple[str, str, dict[str, Any]]]:
 
 @pytest.mark.parametrize("route", [r for r in ROUTES if r.operation_id in _spec_operations()], ids=str)
 def test_route_statuses_are_the_specs(route: Any) -> None:
-    """Each route's path, success status and Unsupported status are those the document gives its operation."""
+    """Each route's path, success status and error statuses are those the document gives its operation."""
     method, path, responses = _spec_operations()[route.operation_id]
     assert (path, method in route.methods) == (route.path, True)
     assert [int(status) for status in responses if str(status).startswith("2")] == [route.status]
-    assert route.unsupported_status == (406 if 406 in responses else 400)
+    assert route.errors == {int(status) for status in responses if str(status)[0] in "45" and str(status) != "5XX"}
 
 
 def test_every_spec_operation_has_a_route() -> None:
@@ -149,12 +158,25 @@ def test_unsupported_is_400_where_the_spec_has_no_406(
 
 
 @pytest.mark.parametrize(
-    ("operation", "status"),
-    [("list_tables", 406), ("create_namespace", 406), ("create_table_branch", 400), ("drop_namespace", 400)],
+    ("error", "operation", "status"),
+    [
+        (UnsupportedOperationError("no"), "list_tables", 406),
+        (UnsupportedOperationError("no"), "create_namespace", 406),
+        (UnsupportedOperationError("no"), "create_table_branch", 400),
+        (UnsupportedOperationError("no"), "drop_namespace", 400),
+        (TableIndexAlreadyExistsError("no"), "create_table_index", 400),
+        (ConcurrentModificationError("no"), "insert_into_table", 400),
+        (ConcurrentModificationError("no"), "create_table_version", 409),
+        (NamespaceNotFoundError("no"), "list_all_tables", 400),
+        (NamespaceNotFoundError("no"), "list_tables", 404),
+        (ThrottlingError("no"), "describe_table", 503),
+        (InternalError("no"), "describe_table", 500),
+    ],
 )
-def test_unsupported_status_follows_the_route(operation: str, status: int) -> None:
-    response = exception_response(UnsupportedOperationError("no"), operation, "r")
-    assert (response.status_code, response.body) == (status, b'{"error":"no","code":0}')
+def test_error_status_is_one_the_spec_lists(error: LanceNamespaceError, operation: str, status: int) -> None:
+    """An error's status where the spec lists it for the operation, 400 (429: 503) where not; the code stays."""
+    response = exception_response(error, operation, "r")
+    assert (response.status_code, json.loads(response.body)) == (status, {"error": str(error), "code": error.code})
 
 
 @pytest.mark.parametrize(
