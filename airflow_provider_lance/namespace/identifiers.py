@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import re
 import secrets
+import sys
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -142,7 +143,8 @@ def paginate_sorted(names: Iterator[str], limit: int | None) -> tuple[list[str],
     name past it); a next token only when more remain."""
     if limit is not None and limit < 0:
         raise ln.InvalidInputError(f"Invalid limit {limit}: it must not be negative")
-    ordered = list(names if limit is None else itertools.islice(names, limit + 1))
+    # islice stops at sys.maxsize at most: a larger limit cuts nothing either
+    ordered = list(names if limit is None else itertools.islice(names, min(limit, sys.maxsize - 1) + 1))
     if limit is None or len(ordered) <= limit:
         return ordered, None
     page = ordered[:limit]

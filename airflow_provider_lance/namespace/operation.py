@@ -17,16 +17,25 @@ import pydantic
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
 from airflow_provider_lance.namespace.storage import is_denied_error, is_transient_error, root_problem
+from airflow_provider_lance.namespace.versions import MAIN_BRANCH
 
 # Operations for which the reference's Python API takes a dict and answers a dict (measured: pylance 14's
 # ``lance.namespace.DirectoryNamespace``); ours answers a dict request with a dict there too.
 _DICT_ANSWERS = frozenset({"create_table_version", "describe_table_version", "batch_delete_table_versions"})
 _Request = TypeVar("_Request", bound=pydantic.BaseModel)
+# The request fields naming a branch, and the values that name the main line
+_BRANCH_FIELDS = frozenset({"branch", "from_branch"})
+_MAIN_LINE = frozenset({"", MAIN_BRANCH})
 _Response = TypeVar("_Response")
 
 
 def coerce_request(request: Any, model: type[_Request]) -> _Request:
-    """A request model from a model, a dict (pylance calls back with dicts) or nothing."""
+    """A request model from a model, a dict (pylance calls back with dicts) or nothing; a branch of ``""`` or
+    ``"main"`` (in the request or in a request it holds) becomes no branch: the main line, as in the reference."""
+    return _on_main_line(_validated(request, model))
+
+
+def _validated(request: Any, model: type[_Request]) -> _Request:
     if request is None:
         return model()
     if isinstance(request, model):
@@ -40,6 +49,21 @@ def coerce_request(request: Any, model: type[_Request]) -> _Request:
         except pydantic.ValidationError as error:
             raise ln.InvalidInputError(f"Invalid {model.__name__}: {error}") from None
     raise ln.InvalidInputError(f"Expected a {model.__name__} or a dict, got {type(request).__name__}")
+
+
+def _on_main_line(request: _Request) -> _Request:
+    """``request`` with each branch field naming the main line (``""``, ``"main"``) set to None, in the request
+    and in the requests it holds (BatchCreateTableVersions' entries, BatchCommitTables' operations)."""
+    for name in type(request).model_fields:
+        value = getattr(request, name)
+        if name in _BRANCH_FIELDS and value in _MAIN_LINE:
+            setattr(request, name, None)
+        elif isinstance(value, pydantic.BaseModel):
+            _on_main_line(value)
+        elif isinstance(value, list) and value and isinstance(value[0], pydantic.BaseModel):
+            for item in value:
+                _on_main_line(item)
+    return request
 
 
 @functools.cache

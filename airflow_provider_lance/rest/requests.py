@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,39 @@ from airflow_provider_lance.rest.routes import Body, Route
 
 DEFAULT_DELIMITER = "$"
 _QUERY_ONLY = frozenset({"delimiter"})
+# Every integer of the protocol is an int64 at most (the spec's widest format): a wider one is refused where it
+# is parsed, before any operation could pass it on (a 33-digit ``limit`` once reached ``itertools.islice``).
+_INT64 = range(-(2**63), 2**63)
+
+
+def _integer(text: str) -> int:
+    """An integer of a request (a query parameter's text or a JSON number's literal) within the int64 range.
+
+    :param text: The digits as sent.
+    :raises ValueError: Not an integer, or one outside the int64 range.
+    """
+    value = int(text)
+    if value not in _INT64:
+        raise ValueError(f"{text[:24]}{'...' if len(text) > 24 else ''} is outside the int64 range")
+    return value
+
+
+def _number(text: str) -> float | int:
+    """A JSON number with a fraction or an exponent: an integer when its value is one (``76.0`` is an integer to
+    JSON Schema, so the spec's integer fields take it; float fields take integers too).
+
+    :param text: The number as sent.
+    :raises ValueError: A number no float64 holds (``1e400``).
+    """
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:24]}{'...' if len(text) > 24 else ''} is outside the float64 range")
+    return int(value) if value.is_integer() and int(value) in _INT64 else value
+
+
+def _not_json(constant: str) -> None:
+    """``NaN`` and ``Infinity``, which Python's parser takes and JSON (RFC 8259) has not."""
+    raise json.JSONDecodeError(f"{constant} is not a JSON value", constant, 0)
 
 
 def parse_id(text: str, delimiter: str) -> list[str]:
@@ -73,9 +107,9 @@ def _query_value(name: str, values: Sequence[str], annotation: Any) -> Any:
         return parse_bool(name, value, False, what="query parameter")
     if kind is int:
         try:
-            return int(value)
-        except ValueError:
-            raise InvalidInputError(f"Query parameter '{name}' must be an integer, not {value!r}") from None
+            return _integer(value)
+        except ValueError as error:
+            raise InvalidInputError(f"Query parameter '{name}' must be an int64 integer: {error}") from None
     if kind is dict:
         try:
             return json.loads(value)
@@ -94,16 +128,24 @@ def _json_body(body: bytes, route: Route) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
+        payload = json.loads(body, parse_int=_integer, parse_float=_number, parse_constant=_not_json)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InvalidInputError(f"The request body is not JSON: {error}") from None
+    except ValueError as error:  # from _integer or _number
+        raise InvalidInputError(f"The request body holds a number out of range: {error}") from None
     if payload is None:  # lancedb sends `null` for a request without fields
         return {}
-    if route.operation == "update_table_schema_metadata" and isinstance(payload, dict) and "metadata" not in payload:
-        payload = {"metadata": payload}  # the generated client sends the metadata map itself as the body
+    if route.operation == "update_table_schema_metadata" and _is_string_map(payload):
+        payload = {"metadata": payload}  # the spec's body: the metadata map itself
     if not isinstance(payload, dict):
         raise InvalidInputError(f"The request body must be a JSON object, not {type(payload).__name__}")
     return payload
+
+
+def _is_string_map(payload: Any) -> bool:
+    """Whether a JSON body is a map of strings (UpdateTableSchemaMetadata's body in the spec; its request model,
+    ``{"metadata": {...}}``, is no such map)."""
+    return isinstance(payload, dict) and all(isinstance(value, str) for value in payload.values())
 
 
 def _validation_message(model: type[pydantic.BaseModel], error: pydantic.ValidationError) -> str:

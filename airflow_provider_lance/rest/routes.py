@@ -36,12 +36,17 @@ class Route:
     :param path: The ``/v1`` path; ``{id}`` is the object's string identifier, ``{index_name}`` an index.
     :param methods: The HTTP methods accepted.
     :param body: What the body holds.
+    :param status: The status of a success (the spec's: 200 but for three operations).
+    :param errors: The error statuses the spec lists for the operation (besides any 5xx): an error whose code
+        has another status is answered 400 (429: 503), its code unchanged (the clients go by the code).
     """
 
     operation: str
     path: str
     methods: frozenset[str] = frozenset({"POST"})
     body: Body = Body.JSON
+    status: int = 200
+    errors: frozenset[int] = frozenset({400, 401, 403, 404, 503})  # what the spec lists for most operations
 
     @cached_property
     def request_model(self) -> type[pydantic.BaseModel]:
@@ -61,38 +66,44 @@ class Route:
 # Extension routes of our server (not the spec's): the catalog's change feed (rest/changes.py).
 CHANGES_PATH = "/ext/v1/changes"
 
+# The error statuses the spec lists beyond 400, 401, 403, 404 and 503: 406 (Unsupported) for four operations,
+# 409 (conflicts) for the ones that create, rename or commit; ListAllTables has no 404
+_MOST = Route.errors
+_406 = _MOST | {406}
+_409 = _MOST | {409}
+_406_409 = _406 | _409
 _GET = frozenset({"GET"})
 _GET_OR_POST = frozenset({"GET", "POST"})
 _T = "/v1/table/{id}"
 
 ROUTES: tuple[Route, ...] = (
     # namespaces
-    Route("create_namespace", "/v1/namespace/{id}/create"),
-    Route("list_namespaces", "/v1/namespace/{id}/list", _GET),
+    Route("create_namespace", "/v1/namespace/{id}/create", errors=_406_409),
+    Route("list_namespaces", "/v1/namespace/{id}/list", _GET, errors=_406),
     Route("describe_namespace", "/v1/namespace/{id}/describe"),
-    Route("drop_namespace", "/v1/namespace/{id}/drop"),
+    Route("drop_namespace", "/v1/namespace/{id}/drop", errors=_409),
     Route("namespace_exists", "/v1/namespace/{id}/exists"),
-    Route("list_tables", "/v1/namespace/{id}/table/list", _GET),
+    Route("list_tables", "/v1/namespace/{id}/table/list", _GET, errors=_406),
     # tables
-    Route("list_all_tables", "/v1/table", _GET),
-    Route("declare_table", f"{_T}/declare"),
+    Route("list_all_tables", "/v1/table", _GET, errors=_MOST - {404}),
+    Route("declare_table", f"{_T}/declare", errors=_409),
     Route("create_empty_table", f"{_T}/create_empty"),
-    Route("register_table", f"{_T}/register"),
+    Route("register_table", f"{_T}/register", errors=_406_409),
     Route("describe_table", f"{_T}/describe"),
     Route("table_exists", f"{_T}/exists"),
     Route("drop_table", f"{_T}/drop"),
     Route("deregister_table", f"{_T}/deregister"),
-    Route("rename_table", f"{_T}/rename"),
+    Route("rename_table", f"{_T}/rename", errors=_409),
     Route("restore_table", f"{_T}/restore"),
     # table versions
     Route("list_table_versions", f"{_T}/version/list"),
-    Route("create_table_version", f"{_T}/version/create"),
+    Route("create_table_version", f"{_T}/version/create", errors=_409),
     Route("describe_table_version", f"{_T}/version/describe"),
     Route("batch_delete_table_versions", f"{_T}/version/delete"),
-    Route("batch_create_table_versions", "/v1/table/version/batch-create"),
-    Route("batch_commit_tables", "/v1/table/batch-commit"),
+    Route("batch_create_table_versions", "/v1/table/version/batch-create", errors=_409),
+    Route("batch_commit_tables", "/v1/table/batch-commit", errors=_409),
     # data
-    Route("create_table", f"{_T}/create", body=Body.ARROW),
+    Route("create_table", f"{_T}/create", body=Body.ARROW, errors=_409),
     Route("insert_into_table", f"{_T}/insert", body=Body.ARROW),
     Route("merge_insert_into_table", f"{_T}/merge_insert", body=Body.ARROW),
     Route("update_table", f"{_T}/update"),
@@ -112,29 +123,32 @@ ROUTES: tuple[Route, ...] = (
     Route("alter_table_add_columns", f"{_T}/add_columns"),
     Route("alter_table_alter_columns", f"{_T}/alter_columns"),
     Route("alter_table_drop_columns", f"{_T}/drop_columns"),
-    Route("alter_table_backfill_columns", f"{_T}/backfill_column"),
+    Route("alter_table_backfill_columns", f"{_T}/backfill_column", status=202),
     Route("update_table_schema_metadata", f"{_T}/schema_metadata/update"),
     Route("update_field_metadata", f"{_T}/update_field_metadata"),
     # tags and branches
     Route("list_table_tags", f"{_T}/tags/list", _GET_OR_POST),
     Route("get_table_tag_version", f"{_T}/tags/version"),
-    Route("create_table_tag", f"{_T}/tags/create"),
+    Route("create_table_tag", f"{_T}/tags/create", errors=_409),
     Route("delete_table_tag", f"{_T}/tags/delete"),
     Route("update_table_tag", f"{_T}/tags/update"),
-    Route("create_table_branch", f"{_T}/branches/create"),
+    Route("create_table_branch", f"{_T}/branches/create", errors=_409),
     Route("list_table_branches", f"{_T}/branches/list"),
     Route("delete_table_branch", f"{_T}/branches/delete"),
     # transactions and materialized views
     Route("describe_transaction", "/v1/transaction/{id}/describe"),
-    Route("alter_transaction", "/v1/transaction/{id}/alter"),
-    Route("create_materialized_view", "/v1/materialized_view/{id}/create"),
-    Route("refresh_materialized_view", "/v1/materialized_view/{id}/refresh"),
+    Route("alter_transaction", "/v1/transaction/{id}/alter", errors=_409),
+    Route("create_materialized_view", "/v1/materialized_view/{id}/create", status=201, errors=_409),
+    Route("refresh_materialized_view", "/v1/materialized_view/{id}/refresh", status=202),
 )
+
+#: Each operation's route
+BY_OPERATION: dict[str, Route] = {route.operation: route for route in ROUTES}
 
 #: The seed's operation ids, plus the seed's names for two operations (GetNamespace, GetTable).
 OPERATION_IDS: dict[str, Route] = {route.operation_id: route for route in ROUTES} | {
-    "GetNamespace": next(r for r in ROUTES if r.operation == "describe_namespace"),
-    "GetTable": next(r for r in ROUTES if r.operation == "describe_table"),
+    "GetNamespace": BY_OPERATION["describe_namespace"],
+    "GetTable": BY_OPERATION["describe_table"],
 }
 
 _PARAMETER = re.compile(r"^\{(\w+)\}$")

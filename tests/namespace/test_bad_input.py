@@ -285,6 +285,15 @@ def test_an_unknown_field_without_a_value_is_accepted(catalog) -> None:
     assert isinstance(ns.table_exists({"id": ["prod", "users"], "some_future_option": None}), ln.TableExistsResponse)
 
 
+@pytest.mark.parametrize("limit", [2**63 - 1, 10**40])
+def test_a_limit_beyond_any_listing_lists_everything(catalog, limit: int) -> None:
+    """The REST server refuses integers beyond int64, a Python caller is not bounded: once ``islice``'s
+    ValueError (Internal)."""
+    ns, _ = catalog
+    assert ns.list_tables({"id": ["prod"], "limit": limit}).tables == ["users"]
+    assert ns.list_namespaces({"id": [], "limit": limit}).namespaces == ["prod"]
+
+
 @pytest.mark.parametrize("below", ["", "/below"])
 def test_a_root_that_is_a_file_is_named_with_what_is_wrong(tmp_path, below) -> None:
     (tmp_path / "afile").write_text("x")

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
+BIG = "9" * 33  # beyond int64
 
 
 @pytest.fixture
@@ -48,6 +49,30 @@ def catalog(http: httpx.Client) -> None:
         ("POST", "/v1/table/a$t/version/create", {"json": {"version": "two"}}, 400, 13),
         ("POST", "/v1/table/a$t/version/delete", {"json": {"ranges": [{"start_version": "x"}]}}, 400, 13),
         ("POST", "/v1/table/a$t3/declare", {"json": {"id": ["a", "other"]}}, 400, 13),
+        # issue 43: once a 500 (islice's stop argument, pylance's "Ref cannot be empty", an IndexError in pylance)
+        ("GET", f"/v1/table?limit={BIG}", {}, 400, 13),
+        ("GET", f"/v1/namespace/a/table/list?limit={BIG}", {}, 400, 13),
+        ("GET", f"/v1/namespace/$/list?limit={BIG}", {}, 400, 13),
+        ("GET", f"/v1/namespace/a/list?limit=-{BIG}", {}, 400, 13),
+        ("POST", f"/v1/table/a$t/version/list?limit={BIG}", {}, 400, 13),
+        ("POST", f"/v1/table/a$t/tags/list?limit={BIG}", {}, 400, 13),
+        ("POST", f"/v1/table/a$t/branches/list?limit={BIG}", {}, 400, 13),
+        ("POST", "/v1/table/a$t/version/list", {"content": f'{{"limit": {BIG}}}'.encode()}, 400, 13),
+        ("POST", "/v1/table/a$t/tags/create", {"content": f'{{"tag": "x", "version": {BIG}}}'.encode()}, 400, 13),
+        ("POST", "/v1/table/a$t/query", {"content": b'{"k": 1, "vector": {"single_vector": [NaN, 1.0]}}'}, 400, 13),
+        ("POST", "/v1/table/a$t/query", {"content": b'{"k": 1, "vector": {"single_vector": [1e400, 1.0]}}'}, 400, 13),
+        ("POST", "/v1/table/a$t/tags/create", {"json": {"tag": "", "version": 1}}, 400, 13),
+        ("POST", "/v1/table/a$t/tags/create", {"json": {"tag": "x\x01y", "version": 1}}, 400, 13),
+        ("POST", "/v1/table/a$t/tags/create", {"json": {"tag": "x\ny", "version": 1}}, 400, 13),
+        ("POST", "/v1/table/a$t/analyze_plan", {"json": {"k": 1, "vector": {"multi_vector": [[]]}}}, 400, 13),
+        (
+            "POST",
+            "/v1/table/a$t/explain_plan",
+            {"json": {"query": {"k": 1, "vector": {"multi_vector": [[]]}}}},
+            400,
+            13,
+        ),
+        ("POST", "/v1/table/a$t/query", {"json": {"k": 1, "vector": {"multi_vector": [[1.0, 1.0], [1.0]]}}}, 400, 13),
         ("POST", "/v1/nowhere", {"json": {}}, 404, 0),
         ("GET", "/v1/table/a$t/describe", {}, 405, 0),
         ("DELETE", "/v1/namespace/a/drop", {}, 405, 0),

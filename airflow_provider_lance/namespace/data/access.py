@@ -28,10 +28,12 @@ _INVALID_INPUT = (
     "No field named",
     "FieldNotFound",
     "Schema error",
+    "LanceError(Schema)",  # a schema change pylance refuses (a duplicate or empty field name)
     "does not exist",
     "already exists",
     "different schema",
     "is not in the dataset",
+    "Ref is invalid",  # a tag or branch name pylance refuses: empty, or a character not in [A-Za-z0-9._-]
 )
 _VERSION_NOT_FOUND = ("Version not found error", ".manifest was not found", "Table version not found")
 _REF_CONFLICT = "Ref conflict error"
@@ -138,7 +140,7 @@ def transaction_id(dataset: lance.LanceDataset) -> str | None:
 @contextmanager
 def pylance_errors(what: str, reference: str = "") -> Iterator[None]:
     """pylance's failures as ``lance_namespace`` errors: tags and branches (``reference`` names one), missing
-    versions, input pylance rejects; anything else is left to ``operation.namespace_errors``."""
+    versions, input pylance rejects; anything else (its I/O errors) is left to ``operation.namespace_errors``."""
     try:
         yield
     except ln.LanceNamespaceError:
@@ -153,6 +155,8 @@ def pylance_errors(what: str, reference: str = "") -> Iterator[None]:
             raise kind(f"{what}: '{reference}' not found") from None
         if any(marker in message for marker in _VERSION_NOT_FOUND):
             raise ln.TableVersionNotFoundError(f"{what}: {message}") from None
-        if any(marker in message for marker in _INVALID_INPUT):
+        # pylance raises ValueError and TypeError for arguments it refuses (a metric, index parameters that do
+        # not fit the column, a column of the wrong type), its Rust layer ValueError for invalid input
+        if isinstance(error, (ValueError, TypeError)) or any(marker in message for marker in _INVALID_INPUT):
             raise ln.InvalidInputError(f"{what}: {message}") from None
         raise

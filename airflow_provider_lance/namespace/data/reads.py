@@ -64,6 +64,7 @@ def _scanner(
     catalog: Catalog, query: _QueryLike, branch: str | None, identifier: list[str] | None = None
 ) -> lance.LanceScanner:
     """A pylance scanner for a QueryTable-shaped request (``identifier`` overrides the query's ``id``)."""
+    vector = _query_vector(query)
     table = locate(catalog, identifier or query.id)
     dataset = read_dataset(catalog, table, query.version, branch)
     options: dict[str, Any] = {
@@ -75,7 +76,6 @@ def _scanner(
     }
     if query.columns is not None:
         options["columns"] = query.columns.column_aliases or query.columns.column_names
-    vector = query.vector.multi_vector or query.vector.single_vector
     if vector:
         options["nearest"] = _nearest(query, vector)
     else:
@@ -84,6 +84,16 @@ def _scanner(
         options["full_text_query"] = _full_text(query)
     with pylance_errors("query"):
         return dataset.scanner(**{key: value for key, value in options.items() if value is not None})
+
+
+def _query_vector(query: _QueryLike) -> list[Any] | None:
+    """The query vector, or the query vectors of a multi-vector search (each non-empty, all of one length)."""
+    single, multi = query.vector.single_vector, query.vector.multi_vector
+    if single and multi:
+        raise ln.InvalidInputError("A query takes a single_vector or a multi_vector, not both")
+    if multi and (not all(multi) or len({len(vector) for vector in multi}) > 1):
+        raise ln.InvalidInputError("The vectors of a multi_vector must be non-empty and of one length")
+    return multi or single
 
 
 def _nearest(query: _QueryLike, vector: list[Any]) -> dict[str, Any]:

@@ -46,6 +46,8 @@ def alter_table_add_columns(
     for entry in request.new_columns:
         if entry.virtual_column is not None or entry.computed is not None:
             raise ln.UnsupportedOperationError(f"Column '{entry.name}': only SQL expression columns are supported")
+        if not entry.name:
+            raise ln.InvalidInputError("A new column needs a name")
         if not entry.expression:
             raise ln.InvalidInputError(f"Expression is required for new column '{entry.name}'")
         expressions[entry.name] = entry.expression
@@ -75,6 +77,8 @@ def _alteration(entry: Any) -> dict[str, Any]:
     if entry.virtual_column is not None:
         raise ln.UnsupportedOperationError(f"Column '{entry.path}': virtual columns are not supported")
     alteration: dict[str, Any] = {"path": entry.path}
+    if entry.rename == "":
+        raise ln.InvalidInputError(f"Column '{entry.path}' cannot be renamed to an empty name")
     if entry.rename is not None:
         alteration["name"] = entry.rename
     if entry.nullable is not None:

@@ -39,7 +39,9 @@ def _reference(dataset: lance.LanceDataset, table: Table, version: int, branch: 
 
 def create_table_tag(catalog: Catalog, request: ln.CreateTableTagRequest) -> ln.CreateTableTagResponse:
     """CreateTableTag: name ``version`` (of ``branch``) ``tag``; TableTagAlreadyExists if the name is taken,
-    TableVersionNotFound if the version does not exist."""
+    TableVersionNotFound if the version does not exist; a name that cannot be a file name (empty, too long, a
+    control character: pylance allows ``[A-Za-z0-9._-]``) is InvalidInput."""
+    ids.validate_identifier([request.tag], "tag")
     table, dataset, tags = _tagged(catalog, request.id)
     if request.tag in tags:
         raise ln.TableTagAlreadyExistsError(f"Table tag already exists: '{request.tag}' of '{table.object_id}'")

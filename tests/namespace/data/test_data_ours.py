@@ -55,6 +55,36 @@ def test_every_managed_write_is_a_table_version_row(make_namespace: Callable[...
     assert do(namespace, "count_table_rows", id=TABLE, branch="main").count == 10
 
 
+def test_main_and_the_empty_branch_name_the_main_line(make_namespace: Callable[..., LanceNamespace]) -> None:
+    """``branch`` of ``""`` or ``"main"`` is the main line (as in the reference), managed writes included, in a
+    request and in the requests a batch holds; another branch keeps its answer."""
+    namespace = with_table(make_namespace("ours", table_version_management="true"))  # version 1
+    for branch in ("main", ""):
+        namespace.insert_into_table(InsertIntoTableRequest(id=TABLE, branch=branch), ipc(rows(1, start=20)))
+        name = f"c{len(branch)}"
+        fields = {"new_columns": [{"name": name, "expression": "id"}], "branch": branch}
+        assert call(namespace, "alter_table_add_columns", id=TABLE, **fields)[0] == "ok"
+        assert call(namespace, "update_table_schema_metadata", id=TABLE, metadata={"k": "v"}, branch=branch)[0] == "ok"
+        assert do(namespace, "count_table_rows", id=TABLE, branch=branch).count == 10 + (2 if branch == "" else 1)
+    assert call(namespace, "restore_table", id=TABLE, version=1, branch="main")[0] == "ok"
+    assert _version_rows(namespace) == sorted(f"w$t${version}" for version in range(1, 9))
+    commit = {
+        "operations": [
+            {
+                "delete_table_versions": {
+                    "id": TABLE,
+                    "ranges": [{"start_version": 2, "end_version": 3}],
+                    "branch": "main",
+                }
+            }
+        ]
+    }
+    assert call(namespace, "batch_commit_tables", **commit)[0] == "ok"
+    assert "w$t$2" not in _version_rows(namespace)
+    refused = InsertIntoTableRequest(id=TABLE, branch="b")
+    assert outcome(namespace.insert_into_table, refused, ipc(rows())) == ("error", 0)
+
+
 def test_describe_table_follows_tag_and_branch(make_namespace: Callable[..., LanceNamespace]) -> None:
     """``tag`` describes the version (and branch) it names, ``branch`` that branch's latest version; a missing
     tag or branch, or a tag with a version, is refused (the reference ignores both fields)."""
@@ -103,6 +133,25 @@ def test_branches_are_honoured(make_namespace: Callable[..., LanceNamespace]) ->
         ("drop_table_index", {"index_name": "nope"}, 6),
         ("delete_table_tag", {"tag": "nope"}, 8),
         ("create_table_tag", {"tag": "t", "version": 99}, 11),
+        ("create_table_tag", {"tag": "", "version": 1}, 13),  # pylance's "Ref is invalid": no longer 18
+        ("create_table_tag", {"tag": "x\x01y", "version": 1}, 13),
+        ("create_table_branch", {"name": "a b"}, 13),
+        ("analyze_table_query_plan", {"k": 1, "vector": {"multi_vector": [[]]}}, 13),  # an IndexError in pylance
+        ("query_table", {"k": 1, "vector": {"multi_vector": [[1.0, 2.0, 3.0, 4.0], [1.0]]}}, 13),
+        ("query_table", {"k": 1, "vector": {"single_vector": [1.0] * 4, "multi_vector": [[1.0] * 4]}}, 13),
+        # pylance's ValueError/TypeError for arguments it refuses (found by tests/rest/test_spec_fuzz.py's probes)
+        ("query_table", {"k": 1, "vector": {"single_vector": [1.0] * 4}, "distance_type": "nope"}, 13),
+        ("query_table", {"k": 1, "vector": {"single_vector": [1.0] * 4}, "vector_column": "name"}, 13),
+        (
+            "create_table_index",
+            {"column": "vec", "index_type": "IVF_PQ", "num_partitions": 1, "num_sub_vectors": 3},
+            13,
+        ),
+        ("create_table_index", {"column": "vec", "index_type": "BTREE"}, 13),
+        ("create_table_tag", {"tag": "x" * 10_000, "version": 1}, 13),  # once an I/O error: file name too long
+        ("alter_table_add_columns", {"new_columns": [{"name": "", "expression": "1"}]}, 13),
+        ("alter_table_alter_columns", {"alterations": [{"path": "id", "rename": "name"}]}, 13),
+        ("alter_table_alter_columns", {"alterations": [{"path": "id", "rename": ""}]}, 13),
         ("alter_table_drop_columns", {"columns": ["zz"]}, 12),
         ("alter_table_alter_columns", {"alterations": [{"path": "id", "data_type": {"type": "nope"}}]}, 13),
         ("alter_table_add_columns", {"new_columns": [{"name": "id", "expression": "1"}]}, 13),
