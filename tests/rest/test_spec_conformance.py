@@ -114,11 +114,21 @@ def test_the_main_branch_is_the_main_line(catalog: None, http: httpx.Client, bra
     assert max(version["version"] for version in versions) == 2 + len(writes)  # after the seed's create and index
 
 
+def test_a_write_to_a_missing_branch_is_404(
+    catalog: None, http: httpx.Client, root: Path, snapshot: Callable[[Path], dict[str, bytes]]
+) -> None:
+    """Branches work on a managed catalog (issue 37): a write to a branch that does not exist is
+    TableBranchNotFound (404, code 22), and nothing changes."""
+    before = snapshot(root)
+    body = {"new_columns": [{"name": "c", "expression": "id"}], "branch": "dev"}
+    response = http.post("/v1/table/a$t/add_columns", json=body)
+    assert (response.status_code, response.json()["code"]) == (404, 22), response.text
+    assert snapshot(root) == before
+
+
 @pytest.mark.parametrize(
     ("path", "body"),
     [
-        ("/v1/table/a$t/branches/create", {"name": "dev"}),
-        ("/v1/table/a$t/add_columns", {"new_columns": [{"name": "c", "expression": "id"}], "branch": "dev"}),
         (
             "/v1/table/batch-commit",
             {
@@ -149,8 +159,8 @@ def test_the_main_branch_is_the_main_line(catalog: None, http: httpx.Client, bra
 def test_unsupported_is_400_where_the_spec_has_no_406(
     catalog: None, http: httpx.Client, root: Path, snapshot: Callable[[Path], dict[str, bytes]], path: str, body: dict
 ) -> None:
-    """Branches on a managed catalog, a BatchCommitTables operation on a branch, a virtual column: the spec lists
-    no 406 for these operations, so Unsupported (code 0) comes with 400, and nothing changes."""
+    """A BatchCommitTables operation on a branch, a virtual column: the spec lists no 406 for these operations, so
+    Unsupported (code 0) comes with 400, and nothing changes."""
     before = snapshot(root)
     response = http.post(path, json=body)
     assert (response.status_code, response.json()["code"]) == (400, 0), response.text
