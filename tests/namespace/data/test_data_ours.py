@@ -57,7 +57,7 @@ def test_every_managed_write_is_a_table_version_row(make_namespace: Callable[...
 
 def test_main_and_the_empty_branch_name_the_main_line(make_namespace: Callable[..., LanceNamespace]) -> None:
     """``branch`` of ``""`` or ``"main"`` is the main line (as in the reference), managed writes included, in a
-    request and in the requests a batch holds; another branch keeps its answer."""
+    request and in the requests a batch holds; a branch that does not exist is TableBranchNotFound."""
     namespace = with_table(make_namespace("ours", table_version_management="true"))  # version 1
     for branch in ("main", ""):
         namespace.insert_into_table(InsertIntoTableRequest(id=TABLE, branch=branch), ipc(rows(1, start=20)))
@@ -82,7 +82,7 @@ def test_main_and_the_empty_branch_name_the_main_line(make_namespace: Callable[.
     assert call(namespace, "batch_commit_tables", **commit)[0] == "ok"
     assert "w$t$2" not in _version_rows(namespace)
     refused = InsertIntoTableRequest(id=TABLE, branch="b")
-    assert outcome(namespace.insert_into_table, refused, ipc(rows())) == ("error", 0)
+    assert outcome(namespace.insert_into_table, refused, ipc(rows())) == ("error", 22)
 
 
 def test_describe_table_follows_tag_and_branch(make_namespace: Callable[..., LanceNamespace]) -> None:
