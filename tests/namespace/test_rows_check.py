@@ -1,7 +1,8 @@
 """Check mode (``manifest_check_rows``, snapshots.py): the rows of a version derived from a write or read
 incrementally are compared with a fresh read of that version: its rows and its staged candidates. It is on for
-the whole suite (tests/conftest.py); here a deliberately wrong derivation (of rows, of candidates) and a wrong
-incremental read are caught, naming the version, and go unnoticed without it (what the check is for)."""
+the whole suite (tests/conftest.py); here a deliberately wrong derivation (of the rows, of the staged candidates)
+and a wrong incremental read are caught, naming the version; a wrong one goes unnoticed without it (what the check
+is for)."""
 
 from __future__ import annotations
 
