@@ -438,7 +438,8 @@ NOTES = [
     "The reference's version calls list `_versions/` (10,000 manifests: 0.1-0.3 s a call in our runs) and read"
     " `__manifest` whole when it holds our million rows (*reference on ours*: 30-55 ms per DescribeTable); its"
     " DescribeTable answers neither version nor schema. A new process of ours finds the table's row and its"
-    " version rows by point (two scans of the ids: `Snapshot.rows_by_id`, `Snapshot.rows_below`): the open"
+    " version rows by point (two scans of the ids, step 2 of `Snapshot.index`: by id, then the table's id range):"
+    " the open"
     " 72-81 ms where it read the million rows whole and matched every row's metadata for pending commits before"
     " (578-614 ms in the run before this change); its fifth lookup reads them whole.",
 ]

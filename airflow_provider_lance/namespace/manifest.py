@@ -137,12 +137,9 @@ class ManifestTable:
 
     def table_index(self, table_oid: str) -> RowIndex:
         """An index holding a table's ``table_version`` rows: the whole index, or while a new process reads a
-        large ``__manifest`` version by point, the table's own rows (``Snapshot.rows_below``)."""
+        large ``__manifest`` version by point, the table's own rows (``Snapshot.index`` with ``below``)."""
         snapshot = self._snapshot()
-        if snapshot is None:
-            return RowIndex.of(rows_table([]))
-        below = snapshot.rows_below(table_oid + DELIMITER)
-        return below if below is not None else snapshot.index()
+        return snapshot.index(below=table_oid + DELIMITER) if snapshot is not None else RowIndex.of(rows_table([]))
 
     def query(self, where: str | None = None) -> list[ManifestRow]:
         """Rows matching a Lance SQL filter (all rows without one)."""

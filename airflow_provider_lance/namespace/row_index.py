@@ -333,6 +333,26 @@ class RowIndex:
         hit = self.table.filter(mask).slice(0, 1).to_pylist()
         return (hit[0]["location"], hit[0]["object_id"]) if hit else None
 
+    # -- check mode -----------------------------------------------------------------------------------------
+    def difference(self, fresh: pa.Table) -> str | None:
+        """What tells this index apart from ``fresh``, a read of the same version: its rows (in any order), then
+        the staged candidates when they were derived from an earlier version's (None: no difference)."""
+        held = self.table
+        ids, fresh_ids = set(held["object_id"].to_pylist()), set(fresh["object_id"].to_pylist())
+        if ids != fresh_ids or held.num_rows != fresh.num_rows:
+            extra, missing = sorted(ids - fresh_ids)[:5], sorted(fresh_ids - ids)[:5]
+            return f"{held.num_rows} rows, a fresh read {fresh.num_rows}; only held: {extra}; only read: {missing}"
+        held, fresh = held.sort_by("object_id"), fresh.select(held.column_names).sort_by("object_id")
+        for name in held.column_names:
+            column, read = held[name].combine_chunks(), fresh[name].combine_chunks()
+            if not column.cast(read.type).equals(read):
+                differs = pc.invert(pc.fill_null(pc.equal(column, read), False)) if name != "base_objects" else None
+                where = held["object_id"].filter(differs).to_pylist()[:5] if differs is not None else "some rows"
+                return f"column {name} differs at {where}"
+        if self._staged is not None and self._staged != (read_staged := _staged_candidates(fresh)):
+            return f"staged candidates {self._staged[:5]}, from a fresh read {read_staged[:5]}"
+        return None
+
     # -- the next version ---------------------------------------------------------------------------------
     def appended(self, rows: pa.Table) -> RowIndex:
         """These rows with ``rows`` added (another index: this one is unchanged)."""

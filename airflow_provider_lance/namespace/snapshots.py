@@ -67,8 +67,8 @@ class Derived:
 @dataclass
 class Snapshot:
     """One version of ``__manifest`` as this process saw it. ``dataset`` is never mutated (take a private
-    copy to write) and opened only when needed; the rows are obtained once, on first use, by :meth:`_rows`.
-    ``check``: check mode (property ``manifest_check_rows``, see :meth:`_rows`)."""
+    copy to write) and opened only when needed; the rows are obtained once, on first use, by :meth:`index`.
+    ``check``: check mode (property ``manifest_check_rows``, see :meth:`index`)."""
 
     version: int
     metadata: dict[str, str]  # the table metadata (feature flags, table version management)
@@ -86,7 +86,7 @@ class Snapshot:
     opener: Callable[[int], lance.LanceDataset] | None = None  # opens ``version`` when no dataset is held
     stored: bool = False  # the rows are in the rows store's tiers any reader writes
     point_reads: int = 0  # lookups answered by a filtered scan so far (see POINT_READS)
-    # id prefix -> an index of the rows below it, read by point (see ``rows_below``)
+    # id prefix -> an index of the rows below it, read by point (step 2 of ``index``)
     _below: dict[str, RowIndex] = field(default_factory=dict)
     _dataset: lance.LanceDataset | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -128,47 +128,22 @@ class Snapshot:
     def table(self) -> pa.Table:
         return self.index().table
 
-    def index(self, ordered: bool = False) -> RowIndex:
-        """Every row indexed by object id. Rows read whole are sorted after ``SORT_AFTER`` scans, or now when
-        the caller walks ids in order (``ordered``)."""
-        found = self._rows(None, ordered)
-        assert isinstance(found, RowIndex)
-        return found
-
     def rows_by_id(self, object_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The rows (as Arrow's Python dicts) of the ids that exist, in the order asked."""
-        if not object_ids:
-            return {}
-        found = self._rows(object_ids)
-        if isinstance(found, RowIndex):
-            return found.rows(object_ids)
-        by_id = {row["object_id"]: row for row in found.to_pylist()}
-        return {oid: by_id[oid] for oid in object_ids if oid in by_id}
+        return self.index(ids=object_ids).rows(object_ids) if object_ids else {}
 
-    def rows_below(self, prefix: str) -> RowIndex | None:
-        """An index of the rows whose ids start with ``prefix`` alone, read by point like step 2 of
-        :meth:`_rows` (one scan filtered on the id range, counted as a point read), or None when the caller
-        should use :meth:`index` (held, or no longer read by point). A table's version line in a new process:
-        its first DescribeTable at 10,000 tables x 100 versions 572 -> 93 ms (docs/engine.md)."""
-        with self._lock:
-            found = self._below.get(prefix)
-        if found is not None or self.held is not None or not self._reads_by_point():
-            return found
-        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)  # every id that starts with the prefix sorts before it
-        where = (pc.field("object_id") >= prefix) & (pc.field("object_id") < end)
-        found = RowIndex.of(self.dataset.to_table(columns=COLUMNS, filter=where))
-        with self._lock:
-            self._below[prefix] = found
-        return found
-
-    def _rows(self, object_ids: list[str] | None, ordered: bool = False) -> RowIndex | pa.Table:
-        """The rows of this version: the first step of this chain that applies, cheapest first. Each step but
-        point reads (which answer only ``object_ids``) leaves the whole version indexed (``held``), once.
+    def index(self, ordered: bool = False, ids: list[str] | None = None, below: str | None = None) -> RowIndex:
+        """The rows of this version indexed by object id: the first step of this chain that applies, cheapest
+        first. Each step but point reads (which answer only ``ids``, or the ids that start with ``below``) leaves
+        the whole version indexed (``held``), once. Rows read whole are sorted after ``SORT_AFTER`` scans, or now
+        when the caller walks ids in order (``ordered``).
 
         1. **Held**: obtained already by a step below.
         2. **Point reads**, while nothing else is known of a large version (``POINT_READ_ROWS``, its first
-           ``POINT_READS`` lookups): a scan filtered on the ids. At a million tables a new process's first
-           answer 162 -> 41 ms, its VmRSS growth 165 -> 59 MB (docs/engine.md).
+           ``POINT_READS`` lookups): a scan filtered on ``ids``, or on the id range of ``below`` (a table's
+           ``table_version`` rows, kept for the version: one call asks for them several times). At a million
+           tables a new process's first answer 162 -> 41 ms, its VmRSS growth 165 -> 59 MB; at 10,000 tables x
+           100 versions its first DescribeTable reads no row whole (docs/engine.md, "Point reads").
         3. **Derived from the write**: this instance's commit of exactly the next version applies its change
            (append, filter) to the version below, reading nothing: a whole read of 2,000,000 rows costs ~100 ms
            where a declare at a million tables takes 6.7 ms (CHANGELOG; the derivation not timed apart).
@@ -178,12 +153,13 @@ class Snapshot:
            (docs/benchmarks.md "Writers", item 4).
         6. **Full scan** of every row.
 
-        Check mode (``check``) reads steps 3 and 5 again whole and compares (InternalError on a mismatch)."""
+        Check mode (``check``) reads steps 3 and 5 again whole and compares every derived artefact: the rows and
+        the staged candidates (``RowIndex.difference``; InternalError on a mismatch)."""
         index = self.held
         if index is not None and not (index.unsorted and (ordered or index.scans >= SORT_AFTER)):
             return index  # 1
-        if index is None and object_ids is not None and self._reads_by_point():
-            return self.dataset.to_table(columns=COLUMNS, filter=pc.field("object_id").isin(object_ids))  # 2
+        if index is None and (ids or below) and (found := self._read_by_point(ids, below)) is not None:
+            return found  # 2
         with self._rows_lock:
             index = self.held
             if index is None:
@@ -211,6 +187,21 @@ class Snapshot:
             self.held = index
         return index
 
+    def _read_by_point(self, ids: list[str] | None, below: str | None) -> RowIndex | None:
+        """Step 2 of :meth:`index`: one scan filtered on ``ids`` or on the id range of ``below`` (kept), or None
+        once this version is no longer read by point."""
+        with self._lock:
+            found = self._below.get(below) if below else None
+        if found is not None or not self._reads_by_point():
+            return found
+        oid = pc.field("object_id")  # every id that starts with ``below`` sorts before its last character plus one
+        where = (oid >= below) & (oid < below[:-1] + chr(ord(below[-1]) + 1)) if below else oid.isin(ids)
+        found = RowIndex.of(self.dataset.to_table(columns=COLUMNS, filter=where))
+        if below:
+            with self._lock:
+                self._below[below] = found
+        return found
+
     def _read_whole(self) -> RowIndex:
         return RowIndex.of(self.dataset.to_table(columns=COLUMNS, batch_size=SCAN_BATCH_ROWS))
 
@@ -225,8 +216,8 @@ class Snapshot:
         return [fragment for fragment in current if fragment.fragment_id not in known]
 
     def _compare(self, index: RowIndex, step: str) -> None:
-        """Check mode: ``index`` holds exactly the rows a fresh read of this version holds."""
-        difference = row_difference(index.table, self.dataset.to_table(columns=COLUMNS))
+        """Check mode: ``index`` holds exactly what a fresh read of this version gives."""
+        difference = index.difference(self.dataset.to_table(columns=COLUMNS))
         if difference:
             raise ln.InternalError(
                 f"__manifest version {self.version}: the rows {step} differ from a fresh read of that version "
@@ -249,22 +240,6 @@ class Snapshot:
         if self.fragments is None and self._dataset is not None:
             self.fragments = fragment_keys(self._dataset.get_fragments())
         return self.fragments
-
-
-def row_difference(held: pa.Table, fresh: pa.Table) -> str | None:
-    """What tells two sets of ``__manifest`` rows apart (None: the same rows, in any order)."""
-    ids, fresh_ids = set(held["object_id"].to_pylist()), set(fresh["object_id"].to_pylist())
-    if ids != fresh_ids or held.num_rows != fresh.num_rows:
-        extra, missing = sorted(ids - fresh_ids)[:5], sorted(fresh_ids - ids)[:5]
-        return f"{held.num_rows} rows, a fresh read {fresh.num_rows}; only held: {extra}; only read: {missing}"
-    held, fresh = held.select(COLUMNS).sort_by("object_id"), fresh.select(COLUMNS).sort_by("object_id")
-    for name in COLUMNS:
-        column, read = held[name].combine_chunks(), fresh[name].combine_chunks()
-        if not column.cast(read.type).equals(read):
-            differs = pc.invert(pc.fill_null(pc.equal(column, read), False)) if name != "base_objects" else None
-            where = held["object_id"].filter(differs).to_pylist()[:5] if differs is not None else "some rows"
-            return f"column {name} differs at {where}"
-    return None
 
 
 FragmentKey = tuple[tuple[str, ...], int | None]

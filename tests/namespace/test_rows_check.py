@@ -1,18 +1,22 @@
 """Check mode (``manifest_check_rows``, snapshots.py): the rows of a version derived from a write or read
-incrementally are compared with a fresh read of that version. It is on for the whole suite (tests/conftest.py);
-here a deliberately wrong derivation and a wrong incremental read are caught, naming the version, and go
-unnoticed without it (what the check is for)."""
+incrementally are compared with a fresh read of that version: its rows and its staged candidates. It is on for
+the whole suite (tests/conftest.py); here a deliberately wrong derivation (of the rows, of the staged candidates)
+and a wrong incremental read are caught, naming the version; a wrong one goes unnoticed without it (what the check
+is for)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import lance
 import lance_namespace as ln
+import pyarrow as pa
 import pytest
 
 from airflow_provider_lance.namespace import DirectoryNamespace, group_commit, snapshots
 from airflow_provider_lance.namespace.config import CHECK_ROWS_ENVIRONMENT, NamespaceConfig
 from airflow_provider_lance.namespace.row_index import RowIndex
+from tests.namespace.helpers_versions import batch, stage
 
 
 def test_check_mode_is_on_in_the_suite_and_a_property_turns_it_off(tmp_path: Path) -> None:
@@ -62,3 +66,27 @@ def test_a_wrong_incremental_read_is_caught_naming_the_version(tmp_path: Path, m
     monkeypatch.setattr(snapshots.Snapshot, "_added_since", staticmethod(lambda base, keys, current: []))  # misses it
     with pytest.raises(ln.InternalError, match=rf"__manifest version {version}: the rows read incrementally differ"):
         reader.list_namespaces(ln.ListNamespacesRequest())
+
+
+def test_a_wrong_staged_candidate_derivation_is_caught_naming_the_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The staged candidates (rows that may still point at a staged manifest) are derived commit by commit too:
+    a derivation that forgets the commit point's row is caught at the commit point's version."""
+    ns = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    lance.write_dataset(pa.table({"id": [1]}), namespace_client=ns, table_id=["a", "t"], mode="create")
+    entries = stage(ns, {("a", "t"): pa.table({"id": [2]})})
+    assert ns.manifest.index().staged_ids() == []  # derived from here on
+    version = ns.manifest.latest().version
+    appended = RowIndex.appended
+
+    def forget_candidates(index: RowIndex, rows: pa.Table) -> RowIndex:
+        derived = appended(index, rows)
+        derived._staged = index._staged  # the appended rows' candidates forgotten
+        return derived
+
+    monkeypatch.setattr(RowIndex, "appended", forget_candidates)
+    caught = rf"__manifest version {version + 1}: the rows derived from the write differ .*staged candidates \[\]"
+    with pytest.raises(ln.InternalError, match=caught):
+        batch(ns, entries)

@@ -113,7 +113,7 @@ def test_version_lines_read_by_point_answer_as_the_whole_read_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Managed mode: a new process's version calls find the table's ``table_version`` rows with one scan of its
-    id range (``Snapshot.rows_below``), not a whole read, and answer exactly as the whole read does; tables whose
+    id range (step 2 of ``Snapshot.index``), not a whole read, and answer exactly as the whole read does; tables whose
     names share a prefix (``t``, ``t2``, ``t%``) or need care in a filter keep their own rows."""
     names = ["t", "t2", "t%", "it's", "a_b", "é中"]
     writer = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
@@ -145,9 +145,11 @@ def test_version_lines_read_by_point_answer_as_the_whole_read_does(
     read = snapshots.Snapshot._read_whole
     monkeypatch.setattr(snapshots.Snapshot, "_read_whole", lambda self: reads.append(self.version) or read(self))
     below: list[str] = []
-    rows_below = snapshots.Snapshot.rows_below
+    by_point = snapshots.Snapshot._read_by_point
     monkeypatch.setattr(
-        snapshots.Snapshot, "rows_below", lambda self, prefix: below.append(prefix) or rows_below(self, prefix)
+        snapshots.Snapshot,
+        "_read_by_point",
+        lambda self, ids, prefix: below.append(prefix) or by_point(self, ids, prefix),
     )
     assert answers() == whole
     assert reads == []  # every instance found its table's rows by point
