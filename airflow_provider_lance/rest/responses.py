@@ -16,7 +16,7 @@ import pydantic
 from lance_namespace import ErrorCode, LanceNamespaceError
 from starlette.responses import JSONResponse, Response
 
-from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS
+from airflow_provider_lance.namespace.storage import SECRET_OPTIONS
 from airflow_provider_lance.utils.http_status import status_of
 
 log = logging.getLogger(__name__)
