@@ -27,6 +27,7 @@ ACCOUNT = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 CONTAINER = "lance-ns"
 _NODE_DIR = Path(__file__).parent / "clients" / "node"
+_QUIET = ("--silent", "--skipApiVersionCheck", "--loose")  # no access log; accept the SDK's newer API versions
 _LISTENING = re.compile(rb"listens on (http://127\.0\.0\.1:\d+)")
 
 
@@ -88,8 +89,7 @@ def start_azurite(location: str, timeout: float = 30.0) -> subprocess.Popen:
     log = Path(location) / "azurite.out"
     with log.open("wb") as out:  # a file, not a pipe: nobody has to keep reading it
         process = subprocess.Popen(
-            [binary, "--blobHost", "127.0.0.1", "--blobPort", "0", "--location", location, "--silent"]
-            + ["--skipApiVersionCheck", "--loose"],
+            [binary, "--blobHost", "127.0.0.1", "--blobPort", "0", "--location", location, *_QUIET],
             stdout=out,
             stderr=subprocess.STDOUT,
         )

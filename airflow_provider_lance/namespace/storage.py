@@ -396,16 +396,21 @@ class Storage:
         token (not the content, which another writer may repeat) tells our landed create from another's. Azure:
         ``Put Blob`` with ``If-None-Match: *``, the token under ``lance_intent`` (azure-core retries too)."""
         intent = uuid.uuid4().hex
-        name = azure.INTENT_METADATA if self.azure else _INTENT_METADATA
         try:
-            if self.azure:
-                azure.create(self.fs, path, data, intent)
-            else:
-                self.fs.pipe_file(path, data, mode="create", Metadata={_INTENT_METADATA: intent})
+            self._conditional_put(path, data, intent)
         except FileExistsError:
             head = self._head(path)
+            name = azure.INTENT_METADATA if self.azure else _INTENT_METADATA
             return head is not None and (head.get("Metadata") or {}).get(name) == intent
         return True
+
+    def _conditional_put(self, path: str, data: bytes, intent: str) -> None:
+        """One create with ``If-None-Match: *`` and ``intent`` in the object's metadata (FileExistsError when
+        the object exists)."""
+        if self.azure:
+            azure.create(self.fs, path, data, intent)
+        else:
+            self.fs.pipe_file(path, data, mode="create", Metadata={_INTENT_METADATA: intent})
 
     def copy_if_not_exists(self, source: str, target: str) -> bool:
         """Atomically create ``target`` with the bytes of ``source`` (FileNotFoundError if missing); False if
@@ -451,7 +456,7 @@ class Storage:
             if not self._create_object(probe, b"1"):  # a uuid key created by someone else: no answer to trust
                 return False
             try:
-                self.fs.pipe_file(probe, b"2", mode="create")
+                self._conditional_put(probe, b"2", "probe")
             except FileExistsError:
                 return True
             return False
