@@ -41,15 +41,15 @@ class AzuriteServer:
         """The account URL (path-style, as the emulator serves it)."""
         return f"{self.url}/{ACCOUNT}"
 
-    def storage_options(self, endpoint: str | None = None) -> dict[str, str]:
+    def storage_options(self, via: str | None = None) -> dict[str, str]:
         """Lance option names (what ``storage.*`` carries without the prefix).
 
-        :param endpoint: another account URL in front of this server (a fault proxy).
+        :param via: the URL of a proxy in front of this server (tests/fault_proxy.py).
         """
         return {
             "account_name": ACCOUNT,
             "account_key": ACCOUNT_KEY,
-            "azure_storage_endpoint": endpoint or self.endpoint,
+            "azure_storage_endpoint": f"{via}/{ACCOUNT}" if via else self.endpoint,
             "allow_http": "true",
         }
 

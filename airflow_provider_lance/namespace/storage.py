@@ -43,8 +43,8 @@ _AZURE_SCHEMES = ("az", "abfs", "abfss")  # Blob Storage and ADLS Gen2 (adlfs sp
 # GCS has an atomic create (ifGenerationMatch=0), but no emulator reachable here enforces it or serves the XML
 # listing Lance uses: nothing has checked a commit on it, so it stays refused (README, "Storage").
 _UNPROVEN_SCHEMES = {
-    "gs": "GCS's conditional create (ifGenerationMatch=0) has not been tested against any GCS service or emulator "
-    "that enforces it",
+    "gs": "gs:// is untested: no GCS service or emulator reachable by the tests refuses a second create with "
+    "ifGenerationMatch=0 on the XML API pylance writes with, so no commit on GCS was ever checked (README, Storage)",
 }
 
 _CONDITIONAL_PUT = ("aws_conditional_put", "conditional_put")
@@ -524,7 +524,7 @@ def root_problem(error: BaseException) -> str | None:
     if isinstance(error, NotADirectoryError) or "not a directory" in text:
         return "it is a file or lies under one (a catalog root must be a directory)"
     if any(marker in text for marker in _MISSING_BUCKET_MARKERS):
-        return "its bucket (container) does not exist (create it, or fix the bucket name)"
+        return "its bucket does not exist (create it, or fix the bucket name; on Azure: the container)"
     return None
 
 

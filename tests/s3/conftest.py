@@ -37,17 +37,21 @@ class MotoServer:
     endpoint: str
     pid: int
 
+    @property
+    def url(self) -> str:
+        return self.endpoint
+
     def storage_options(
-        self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY, endpoint: str | None = None
+        self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY, via: str | None = None
     ) -> dict[str, str]:
         """Lance option names (what ``storage.*`` carries without the prefix).
 
-        :param endpoint: another endpoint in front of this server (a fault proxy).
+        :param via: the URL of a proxy in front of this server (tests/fault_proxy.py).
         """
         return {
             "aws_access_key_id": access_key,
             "aws_secret_access_key": secret_key,
-            "aws_endpoint": endpoint or self.endpoint,
+            "aws_endpoint": via or self.endpoint,
             "aws_region": REGION,
             "allow_http": "true",
         }
@@ -161,8 +165,12 @@ class ObjectStore:
         """The root's key prefix in the bucket (container)."""
         return self.root.split("/", 3)[3]
 
-    def properties(self, root: str | None = None, **extra: str) -> dict[str, str]:
-        return self.server.properties(root or self.root, **extra)
+    def properties(self, root: str | None = None, via: str | None = None, **extra: str) -> dict[str, str]:
+        """Namespace properties for ``root`` (default: the fresh prefix), through the proxy at ``via`` if given."""
+        properties = self.server.properties(root or self.root, **extra)
+        if via is not None:
+            properties.update({f"storage.{k}": v for k, v in self.server.storage_options(via=via).items()})
+        return properties
 
 
 assert CONTAINER == BUCKET  # one name for both stores' test bucket

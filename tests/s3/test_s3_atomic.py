@@ -15,7 +15,6 @@ from airflow_provider_lance.namespace.storage import PROBE_PREFIX, Storage
 from tests.s3.conftest import ObjectStore
 
 
-
 @pytest.fixture
 def s3_props(object_store: ObjectStore) -> dict[str, str]:  # every test of this module on each store
     return object_store.properties()
@@ -125,5 +124,5 @@ def test_stores_without_a_known_atomic_create_are_rejected(root, properties):
 
 def test_gcs_is_refused_naming_what_is_untested():
     """gs:// stays refused until something has checked GCS's conditional create (README, "Storage")."""
-    with pytest.raises(ln.InvalidInputError, match=r"ifGenerationMatch=0\) has not been tested"):
+    with pytest.raises(ln.InvalidInputError, match=r"gs:// is untested.*ifGenerationMatch=0.*no commit on GCS"):
         DirectoryNamespace(root="gs://bucket/x")
