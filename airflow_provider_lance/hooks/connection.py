@@ -9,6 +9,8 @@ from typing import Any
 from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.implementations import ENGINE_IMPL, REST_IMPL
+from airflow_provider_lance.namespace.azure import SECRET_OPTIONS as AZURE_SECRET_OPTIONS
+from airflow_provider_lance.namespace.storage import login_options
 
 #: The implementation-key prefix of each implementation (the Lance tool guideline): with the directory
 #: namespace ``dir.root`` means ``root``, with ``rest`` ``rest.uri`` means ``uri``.
@@ -56,7 +58,7 @@ def is_secret_key(key: str) -> bool:
     :param key: The name.
     """
     lowered = key.lower()
-    return any(marker in lowered for marker in _SECRET_MARKERS)
+    return lowered in AZURE_SECRET_OPTIONS or any(marker in lowered for marker in _SECRET_MARKERS)
 
 
 def _storage_options(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:
@@ -107,8 +109,9 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
 
     Implementation keys (``dir.root``, ``rest.uri``) are accepted beside the plain names. The root comes
     from ``host`` (or the ``root``/``uri`` extra), ``storage_options`` become
-    ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret (with ``impl=rest`` the
-    password is the server's bearer token), and any other extra key is passed through as a property.
+    ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret or, on an ``az://`` /
+    ``abfs://`` root, the Azure account name/key (with ``impl=rest`` the password is the server's bearer
+    token), and any other extra key is passed through as a property.
 
     :param conn: The Airflow connection.
     :param remember_secret: Called with every secret value found (for masking and redaction).
@@ -140,10 +143,11 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
             remember_secret(conn.password)
             remember_secret(properties["header.Authorization"])
     else:
+        login_option, password_option = login_options(str(root or ""))
         if conn.login:
-            properties["storage.aws_access_key_id"] = str(conn.login)
+            properties[f"storage.{login_option}"] = str(conn.login)
         if conn.password:
-            properties["storage.aws_secret_access_key"] = str(conn.password)
+            properties[f"storage.{password_option}"] = str(conn.password)
             remember_secret(conn.password)
 
     for key, value in extra.items():

@@ -82,6 +82,15 @@ def normalize_root(root: Any) -> str:
     return "file://" + uri_path(os.path.abspath(os.path.expanduser(root)))
 
 
+def login_options(root: str) -> tuple[str, str]:
+    """The storage options an Airflow connection's login and password stand for on ``root`` (a property value):
+    the account name and key on Azure, the access key id and secret elsewhere (S3)."""
+    scheme = root.partition("://")[0].lower() if "://" in root else ""
+    if scheme in _AZURE_SCHEMES:
+        return "account_name", "account_key"
+    return "aws_access_key_id", "aws_secret_access_key"
+
+
 @dataclass(frozen=True)
 class FileInfo:
     """What a listing or head request tells about one object."""
