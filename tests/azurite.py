@@ -109,7 +109,7 @@ def stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=3)  # it may wait on idle keep-alive connections: then it is killed
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
