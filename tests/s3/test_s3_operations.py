@@ -4,6 +4,9 @@ catalog on each store."""
 
 from __future__ import annotations
 
+import logging
+import uuid
+
 import lance
 import lance.namespace
 import lance_namespace as ln
@@ -201,3 +204,43 @@ def test_root_check(object_store):
     scheme = object_store.root.partition(":")[0]
     problem = Storage(f"{scheme}://no-such-bucket-h28/catalog", options).check_root()
     assert problem is not None and "bucket no-such-bucket-h28" in problem and "does not exist" in problem
+
+
+@pytest.mark.azure
+def test_azure_credentials_stay_out_of_responses_and_logs(azurite_server, caplog):
+    """The account key never reaches a response (without credential vending), a ``repr`` or a log record at
+    DEBUG (azure-core logs request headers with ``Authorization`` redacted); the signed header is redacted."""
+    properties = azurite_server.properties(f"az://lance-ns/secrets-{uuid.uuid4().hex[:8]}")
+    properties.pop("credential_vending_enabled")
+    key = properties["storage.account_key"]
+    with caplog.at_level(logging.DEBUG):
+        ns = DirectoryNamespace(**properties)
+        ns.create_namespace(ln.CreateNamespaceRequest(id=["db"]))
+        lance.write_dataset(
+            rows(3), namespace_client=ns, table_id=["db", "t"], mode="create", storage_options=ns.config.storage_options
+        )
+        described = ns.describe_table(ln.DescribeTableRequest(id=["db", "t"]))
+        declared = ns.declare_table(ln.DeclareTableRequest(id=["db", "d"]))
+    for options in (described.storage_options, declared.storage_options):
+        assert options is not None and "account_key" not in options and options["account_name"] == "devstoreaccount1"
+    shown = [repr(ns), str(ns), repr(ns.storage), repr(ns.config), repr(ns.manifest), caplog.text]
+    assert not [text for text in shown if key in text]
+    assert "SharedKey devstoreaccount1:" not in caplog.text
+    assert any(record.name.startswith("azure") for record in caplog.records)  # the client did log its requests
+
+
+@pytest.mark.azure
+def test_the_emulator_flag_reaches_the_same_store_as_pylance(azurite_server, monkeypatch):
+    """``azure_storage_use_emulator=true``: both clients take the account URL from ``AZURITE_BLOB_STORAGE_URL``
+    (object_store's rule; an ``endpoint`` option is ignored then), so the engine's requests and pylance's land
+    on one store."""
+    monkeypatch.setenv(azure.EMULATOR_URL_VARIABLE, azurite_server.url)
+    options = {"account_name": "devstoreaccount1", "account_key": azurite_server.storage_options()["account_key"]}
+    options.update(azure_storage_use_emulator="true", allow_http="true", endpoint="http://127.0.0.1:9/ignored")
+    root = f"az://lance-ns/emulator-{uuid.uuid4().hex[:8]}"
+    ns = DirectoryNamespace(root=root, **{f"storage.{k}": v for k, v in options.items()})
+    assert azure.service_url(ns.storage.fs).rstrip("/") == azurite_server.endpoint
+    lance.write_dataset(rows(4), namespace_client=ns, table_id=["t"], mode="create", storage_options=options)
+    assert count_rows(ns, ["t"]) == 4
+    keys = azurite_server.keys(root.removeprefix("az://lance-ns/"))
+    assert any("/__manifest/_versions/" in key for key in keys) and any("/data/" in key for key in keys)
