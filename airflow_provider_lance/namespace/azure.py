@@ -77,9 +77,7 @@ def filesystem(options: dict[str, str], account: str | None = None) -> Any:
     try:
         import adlfs
     except ImportError as err:  # an optional extra: say which
-        raise ImportError(
-            "az:// and abfs:// roots need adlfs: pip install 'airflow-provider-lance[azure]'"
-        ) from err
+        raise ImportError("az:// and abfs:// roots need adlfs: pip install 'airflow-provider-lance[azure]'") from err
     lowered = {name.lower(): value for name, value in options.items()}
     name = _first(lowered, _ACCOUNT_NAME) or account
     key, sas = _first(lowered, _ACCOUNT_KEY), _first(lowered, _SAS)

@@ -184,3 +184,9 @@ def object_store(request: pytest.FixtureRequest) -> ObjectStore:
     server = request.getfixturevalue("moto_server" if name == "s3" else "azurite_server")
     scheme = "s3" if name == "s3" else "az"
     return ObjectStore(name, server, f"{scheme}://{BUCKET}/t-{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def object_store_azure(azurite_server: AzuriteServer) -> ObjectStore:  # noqa: F811
+    """Azurite only, with a fresh prefix (tests of what only Azure needs shown)."""
+    return ObjectStore("azure", azurite_server, f"az://{CONTAINER}/t-{uuid.uuid4().hex[:12]}")

@@ -23,7 +23,6 @@ from lance_namespace_urllib3_client.models.version_range import VersionRange
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.staging import StagingNamespace, commit_entries, stage_data
-from tests.azurite import CONTAINER, AzuriteServer
 from tests.fault_proxy import FAULTS, FaultProxy, FaultRates
 from tests.fault_storage import count_rows, rows, visible_version
 from tests.namespace.data.helpers import ipc
@@ -172,12 +171,11 @@ def test_every_operation_under_one_fault(moto_server: MotoServer, s3_root: str, 
 
 
 @pytest.mark.azure
-def test_every_operation_under_mixed_faults_on_azure(azurite_server: AzuriteServer) -> None:
+def test_every_operation_under_mixed_faults_on_azure(object_store_azure: ObjectStore) -> None:
     """The same workload on Azurite, the four faults at once (one run: each retried Azure request waits
     2-16 s, so one run per fault would cost minutes)."""
-    store = ObjectStore("azure", azurite_server, f"az://{CONTAINER}/t-{uuid.uuid4().hex[:12]}")
     rates = FaultRates(lost_ack=0.15, throttle=0.05, reset=0.04, latency=0.1)
-    tally, kinds = _run_under_faults(store, rates, "mixed")
+    tally, kinds = _run_under_faults(object_store_azure, rates, "mixed")
     assert {"PUT", "PUT-create", "LIST"} <= kinds
     assert tally.problems == [], dict(tally.counts)
 
