@@ -556,7 +556,7 @@ def _is_azure_transient(error: BaseException) -> bool:
 
 def is_transient_error(error: BaseException) -> bool:
     """True when the store throttled, failed internally or the connection failed even after the clients'
-    retries (botocore and s3fs 5 times each, azure-core 3, object_store 10 within 3 minutes): worth retrying
+    retries (botocore and s3fs 5 times each, azure-core 4, object_store 10 within 3 minutes): worth retrying
     the operation."""
     module = type(error).__module__.partition(".")[0]
     text = str(error).lower()
