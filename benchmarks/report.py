@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks import (
+    azure,
     batch,
     cleanup,
     data_plane,
@@ -44,6 +45,7 @@ SECTIONS: list[ModuleType] = [
     writes,
     poke,
     s3_writes,
+    azure,
     threads,
     processes,
     writers,
