@@ -15,36 +15,26 @@ from pathlib import Path
 
 import pytest
 
-from scripts.demo import demo_environment
 from tests.azurite import ACCOUNT, ACCOUNT_KEY, CONTAINER, AzuriteServer, azurite_server  # noqa: F401
 from tests.example_dags.test_lance_spark_batch_commit import EXPECTED, ROWS, airflow
-from tests.example_dags.test_lance_spark_s3 import DAG_ID, all_logs, table_state
+from tests.example_dags.test_lance_spark_s3 import DAG_ID, all_logs, dag_environment, table_state
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.azure]
 
 
 def test_example_dag_on_azurite(tmp_path: Path, azurite_server: AzuriteServer) -> None:  # noqa: F811
     root = f"az://{CONTAINER}/dag-{uuid.uuid4().hex[:12]}"
-    home, work = tmp_path / "airflow", tmp_path / "staging"
-    home.mkdir()
-    work.mkdir()
-    env = demo_environment(tmp_path / "unused", work, home)
     options = azurite_server.storage_options()
-    env["AIRFLOW_CONN_LANCE_DEFAULT"] = json.dumps(
-        {
-            "conn_type": "lance",
-            "host": root,
-            "login": ACCOUNT,
-            "password": ACCOUNT_KEY,
-            "extra": {
-                "storage_options": {k: options[k] for k in ("azure_storage_endpoint", "allow_http")},
-                "table_version_management": "true",
-            },
-        }
-    )
-    for key in [k for k in env if k.startswith(("LANCE_TEST_", "AZURE_", "AZURITE_"))]:
-        env.pop(key)
-    airflow(env, "db", "migrate")
+    connection = {
+        "host": root,
+        "login": ACCOUNT,
+        "password": ACCOUNT_KEY,
+        "extra": {
+            "storage_options": {k: options[k] for k in ("azure_storage_endpoint", "allow_http")},
+            "table_version_management": "true",
+        },
+    }
+    env = dag_environment(tmp_path, connection, ("AZURE_", "AZURITE_"))
 
     done = airflow(env, "dags", "test", DAG_ID, "-c", json.dumps({"rows": ROWS}))
 
