@@ -4,6 +4,7 @@ non-atomically."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import lance_namespace as ln
@@ -126,3 +127,10 @@ def test_gcs_is_refused_naming_what_is_untested():
     """gs:// stays refused until something has checked GCS's conditional create (README, "Storage")."""
     with pytest.raises(ln.InvalidInputError, match=r"gs:// is untested.*ifGenerationMatch=0.*no commit on GCS"):
         DirectoryNamespace(root="gs://bucket/x")
+
+
+def test_an_azure_root_without_the_extra_names_it(monkeypatch):
+    """adlfs is the ``azure`` extra: without it an ``az://`` root says what to install."""
+    monkeypatch.setitem(sys.modules, "adlfs", None)  # what a clean environment without the extra has
+    with pytest.raises(ImportError, match=r"pip install 'airflow-provider-lance\[azure\]'"):
+        DirectoryNamespace(root="az://container/x", **{"storage.account_name": "a", "storage.account_key": "a2V5"})
