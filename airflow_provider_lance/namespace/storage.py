@@ -28,14 +28,8 @@ from fsspec.asyn import sync
 
 from airflow_provider_lance.namespace import azure
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
-from airflow_provider_lance.namespace.s3 import (
-    ENDPOINT_OPTIONS,
-    install_log_redaction,
-    s3fs_arguments,
-)
-from airflow_provider_lance.namespace.s3 import (
-    SECRET_OPTIONS as _S3_SECRET_OPTIONS,
-)
+from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS, install_log_redaction, s3fs_arguments
+from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS as _S3_SECRET_OPTIONS
 
 #: Storage options that hold a credential on any store (masked wherever options are shown).
 SECRET_OPTIONS = _S3_SECRET_OPTIONS | azure.SECRET_OPTIONS
