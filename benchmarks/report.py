@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks import (
+    azure,
     batch,
     changes,
     cleanup,
@@ -45,6 +46,7 @@ SECTIONS: list[ModuleType] = [
     writes,
     poke,
     s3_writes,
+    azure,
     threads,
     processes,
     writers,

@@ -28,6 +28,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 SLOW_MODULES_FIRST = (
     "tests/example_dags/test_lance_change_feed.py",
     "tests/example_dags/test_lance_spark_s3.py",
+    "tests/example_dags/test_lance_spark_azure.py",
     "tests/plugins/test_lance_plugin.py",
     "tests/example_dags/test_lance_spark_batch_commit.py",
     "tests/spark/test_job_submit.py",

@@ -1,5 +1,5 @@
-"""A seeded fault-injecting HTTP proxy between S3 clients (s3fs/botocore and pylance's object_store alike) and
-moto's standalone server, on 127.0.0.1.
+"""A seeded fault-injecting HTTP proxy between S3 or Azure Blob clients (s3fs/botocore, adlfs/azure-core and
+pylance's object_store alike) and moto's standalone server or Azurite, on 127.0.0.1.
 
 Both clients are pointed at the proxy as their S3 endpoint (``storage.aws_endpoint``); the proxy forwards each
 request to moto unchanged (moto does not check signatures, so the ``Host`` the client signed stays as is) and,
@@ -60,7 +60,8 @@ class FaultRates:
 def request_kind(method: str, path: str, headers: http.client.HTTPMessage) -> str:
     """GET, LIST, HEAD, PUT, PUT-create (``If-None-Match: *``), DELETE or POST."""
     target = urlsplit(path)
-    if method == "GET" and ("list-type" in target.query or target.path.strip("/").count("/") == 0):
+    listing = "list-type" in target.query or "comp=list" in target.query  # S3 ListObjectsV2, Azure List Blobs
+    if method == "GET" and (listing or target.path.strip("/").count("/") == 0):
         return "LIST"
     if method == "PUT" and headers.get("If-None-Match"):
         return "PUT-create"
@@ -185,7 +186,8 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             connection = http.client.HTTPConnection(*proxy.upstream, timeout=60)
             try:
                 headers = {name: value for name, value in self.headers.items() if name.lower() not in _HOP_BY_HOP}
-                if body or self.command in _WRITES:
+                if body or self.command in _WRITES:  # one Content-Length, whatever its case (Azurite refuses two)
+                    headers = {name: value for name, value in headers.items() if name.lower() != "content-length"}
                     headers["Content-Length"] = str(len(body))
                 connection.request(self.command, self.path, body=body, headers=headers)
                 response = connection.getresponse()

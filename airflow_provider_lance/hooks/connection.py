@@ -10,6 +10,7 @@ from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.implementations import ENGINE_IMPL, IMPLEMENTATIONS, property_prefix
 from airflow_provider_lance.namespace.config import names_a_secret
+from airflow_provider_lance.namespace.storage import login_options
 from airflow_provider_lance.rest.token_sources import provider_properties
 
 _ALL_PREFIXES = frozenset(known.prefix for known in IMPLEMENTATIONS.values())
@@ -120,9 +121,10 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
 
     Implementation keys (``dir.root``, ``rest.uri``) are accepted beside the plain names. The root comes
     from ``host`` (or the ``root``/``uri`` extra), ``storage_options`` become
-    ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret (with ``impl=rest`` the
-    password is the server's bearer token, unless the extra names a token source: ``token_file``, or
-    ``token_url`` and ``client_id``), and any other extra key is passed through as a property.
+    ``storage.<key>`` properties, ``login``/``password`` the S3 access key id/secret or, on an ``az://`` /
+    ``abfs://`` root, the Azure account name/key (with ``impl=rest`` the password is the server's bearer token,
+    unless the extra names a token source: ``token_file``, or ``token_url`` and ``client_id``), and any other
+    extra key is passed through as a property.
 
     :param conn: The Airflow connection.
     :param remember_secret: Called with every secret value found (for masking and redaction).
@@ -151,10 +153,11 @@ def namespace_config(conn: Any, remember_secret: Callable[[Any], None]) -> tuple
         # a REST server: a token source, or the password as a static bearer token (header.* become headers)
         properties.update(_rest_credential(conn, extra, remember_secret))
     else:
+        login_option, password_option = login_options(str(root or ""))
         if conn.login:
-            properties["storage.aws_access_key_id"] = str(conn.login)
+            properties[f"storage.{login_option}"] = str(conn.login)
         if conn.password:
-            properties["storage.aws_secret_access_key"] = str(conn.password)
+            properties[f"storage.{password_option}"] = str(conn.password)
             remember_secret(conn.password)
 
     for key, value in extra.items():

@@ -15,7 +15,7 @@ from airflow_provider_lance.namespace import credentials
 from airflow_provider_lance.namespace.credentials import VendorConfig
 from airflow_provider_lance.namespace.identifiers import parse_bool
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS
-from airflow_provider_lance.namespace.storage import normalize_root
+from airflow_provider_lance.namespace.storage import SECRET_OPTIONS, normalize_root
 from airflow_provider_lance.namespace.tuning import ROWS_OBJECT_MAX_ROWS
 
 STORAGE_PREFIX = "storage."
@@ -27,7 +27,8 @@ _SECRET_WORDS = ("secret", "password", "token", "credential", "session", "sas", 
 def names_a_secret(name: str) -> bool:
     """Whether a property or storage option ``name`` says that it holds a credential (the hook masks such values,
     the REST server leaves them out of responses)."""
-    return any(word in name.lower() for word in _SECRET_WORDS)
+    lowered = name.lower()
+    return lowered in SECRET_OPTIONS or any(word in lowered for word in _SECRET_WORDS)
 
 
 # Properties the reference reads but that change nothing in this engine; accepted so that one property map

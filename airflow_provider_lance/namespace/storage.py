@@ -1,13 +1,13 @@
-"""All object-store access of the engine (fsspec: ``file``, ``memory``, ``s3``) and every difference between
-those backends: the root URI, what each store lets the engine rely on, the root check, and what a store's errors
-mean (s3fs and pylance alike). No other module tests a scheme.
+"""All object-store access of the engine (fsspec: ``file``, ``memory``, ``s3``, ``az``/``abfs``) and every
+difference between those backends: the root URI, what each store lets the engine rely on, the root check, and
+what a store's errors mean (s3fs, adlfs and pylance alike). No other module tests a scheme.
 
 Keys are ``/``-separated paths relative to the root. The engine's cost model is the number of storage
 requests, so every method is one request (or one listing) where the store allows it.
 
 ``put_if_not_exists`` is the commit primitive: ``link`` on local disk, a process lock in memory, a conditional
-put (``If-None-Match: *``) on S3. An endpoint that ignores the header would make every commit last-writer-wins,
-so once per process and endpoint/bucket a probe checks that a second create is refused.
+put (``If-None-Match: *``) on S3 and Azure Blob Storage. An endpoint that ignores the header would make every
+commit last-writer-wins, so once per process and endpoint/bucket a probe checks that a second create is refused.
 ``storage.conditional_put`` (the Lance option): unset = probe, ``etag`` = trust the endpoint, ``disabled`` =
 every commit fails with UnsupportedOperation, as in pylance. See docs/reliability.md.
 """
@@ -26,13 +26,20 @@ import fsspec
 import lance_namespace as ln
 from fsspec.asyn import sync
 
+from airflow_provider_lance.namespace import azure
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
-from airflow_provider_lance.namespace.s3 import (
-    ENDPOINT_OPTIONS,
-    SECRET_OPTIONS,
-    install_log_redaction,
-    s3fs_arguments,
-)
+from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS, install_log_redaction, s3fs_arguments
+from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS as _S3_SECRET_OPTIONS
+
+#: Storage options that hold a credential on any store (masked wherever options are shown).
+SECRET_OPTIONS = _S3_SECRET_OPTIONS | azure.SECRET_OPTIONS
+_AZURE_SCHEMES = ("az", "abfs", "abfss")  # Blob Storage and ADLS Gen2 (adlfs speaks the Blob API to both)
+# GCS has an atomic create (ifGenerationMatch=0), but no emulator reachable here enforces it or serves the XML
+# listing Lance uses: nothing has checked a commit on it, so it stays refused (README, "Storage").
+_UNPROVEN_SCHEMES = {
+    "gs": "gs:// is untested: no GCS service or emulator reachable by the tests refuses a second create with "
+    "ifGenerationMatch=0 on the XML API pylance writes with, so no commit on GCS was ever checked (README, Storage)",
+}
 
 _CONDITIONAL_PUT = ("aws_conditional_put", "conditional_put")
 _MEMORY_LOCK = threading.Lock()
@@ -69,6 +76,15 @@ def normalize_root(root: Any) -> str:
     return "file://" + uri_path(os.path.abspath(os.path.expanduser(root)))
 
 
+def login_options(root: str) -> tuple[str, str]:
+    """The storage options an Airflow connection's login and password stand for on ``root`` (a property value):
+    the account name and key on Azure, the access key id and secret elsewhere (S3)."""
+    scheme = root.partition("://")[0].lower() if "://" in root else ""
+    if scheme in _AZURE_SCHEMES:
+        return "account_name", "account_key"
+    return "aws_access_key_id", "aws_secret_access_key"
+
+
 @dataclass(frozen=True)
 class FileInfo:
     """What a listing or head request tells about one object."""
@@ -97,23 +113,31 @@ class Storage:
             install_log_redaction()
             self.fs = fsspec.filesystem("s3", **s3fs_arguments(self.options))
             self._base = rest
+        elif self.scheme in _AZURE_SCHEMES:
+            self._base, account = azure.split_account(rest)
+            self.fs = azure.filesystem(self.options, account)
         else:
             # Only stores with a known atomic create are accepted: committing on anything else could
             # silently lose a concurrent commit.
+            untested = _UNPROVEN_SCHEMES.get(self.scheme, "")
             raise ln.InvalidInputError(
                 f"Invalid property 'root': unsupported storage scheme '{self.scheme}' (supported: file, memory, "
-                "s3, s3a; the engine needs an atomic put-if-not-exists, see docs/reliability.md)"
+                "s3, s3a, az, abfs, abfss; the engine needs an atomic put-if-not-exists, see docs/reliability.md"
+                + (f"; {untested}" if untested else "")
+                + ")"
             )
         # What the backend lets the engine rely on (attributes: read on every freshness check).
         #: memory: only this instance's objects see pylance's store: the published snapshot is the latest.
         self.private = self.scheme == "memory"
         #: local disk: a ``stat`` costs no request, so a file's identity (inode, mtime, size) is always worth taking.
         self.local_disk = self.scheme == "file"
-        #: S3: one sorted ``LIST`` (``MaxKeys=1``) of ``__manifest/_versions/`` names the newest manifest and its
-        #: e-tag (V2 names sort newest first), so a new process finds that version's rows object by name.
-        self.lists_newest_first = self.scheme in ("s3", "s3a")
+        #: S3 and Azure: one sorted listing of one name (``MaxKeys=1``, ``maxresults=1``) of
+        #: ``__manifest/_versions/`` names the newest manifest and its e-tag (V2 names sort newest first), so a
+        #: new process finds that version's rows object by name.
+        self.azure = self.scheme in _AZURE_SCHEMES
+        self.lists_newest_first = self.scheme in ("s3", "s3a") or self.azure
         #: S3: STS session policies scope temporary credentials to a key prefix; other roots vend none.
-        self.scoped_credentials = self.lists_newest_first
+        self.scoped_credentials = self.scheme in ("s3", "s3a")
         lowered = {name.lower(): value for name, value in self.options.items()}
         mode = next((lowered[name] for name in _CONDITIONAL_PUT if name in lowered), None)
         self.conditional_put = mode.strip().lower() if mode is not None else None
@@ -134,6 +158,8 @@ class Storage:
     @property
     def catalog_key(self) -> str:
         """What names the catalog on this machine (rows cache, writers' turn): its URI and endpoint."""
+        if self.azure:  # az://container/prefix names no account: the account URL does
+            return f"{azure.service_url(self.fs)} {self.root}"
         return " ".join([*sorted(v for k, v in self.options.items() if k in ENDPOINT_OPTIONS), self.root])
 
     def display_root(self) -> str:
@@ -230,7 +256,10 @@ class Storage:
         return None if head is None else FileInfo(int(head["ContentLength"]), head.get("ETag"), None)
 
     def _head(self, path: str) -> dict[str, Any] | None:
-        """S3: one ``HeadObject`` of the fsspec ``path`` (None when it does not exist)."""
+        """S3: one ``HeadObject`` of the fsspec ``path`` (None when it does not exist); Azure: one
+        ``Get Blob Properties`` in the same shape."""
+        if self.azure:
+            return azure.head(self.fs, path)
         bucket, _, object_key = self.fs._strip_protocol(path).partition("/")
         try:
             return sync(self.fs.loop, self.fs._call_s3, "head_object", Bucket=bucket, Key=object_key)
@@ -250,11 +279,13 @@ class Storage:
 
     def first_entry(self, key: str) -> tuple[str, str | None] | None:
         """The first file (byte order) in the directory ``key`` as (name, e-tag), None when there is none: on S3
-        one ``LIST MaxKeys=1``, elsewhere a listing and a ``stat``."""
+        one ``LIST MaxKeys=1`` (Azure: ``maxresults=1``), elsewhere a listing and a ``stat``."""
         if not self.lists_newest_first:
             name = min(self.list_names(key), default=None)
             info = self.file_info(f"{key}/{name}") if name is not None else None
             return (name, info.e_tag) if name is not None and info is not None else None
+        if self.azure:
+            return azure.first_blob(self.fs, self.path(key))
         bucket, _, prefix = self.fs._strip_protocol(self.path(key)).rstrip("/").partition("/")
         listed = sync(self.fs.loop, self.fs._call_s3, "list_objects_v2", Bucket=bucket, Prefix=prefix + "/", MaxKeys=1)
         contents = listed.get("Contents") or []
@@ -298,7 +329,7 @@ class Storage:
         """One listing of the directory ``path``. s3fs's ``ls`` follows an empty listing with one of the parent
         (for a root table not there yet: the whole root, 1,000 names a page); the keys listed here are always
         directories, so the first listing is the answer (FileNotFoundError if empty, as ``ls`` raises)."""
-        if not self.lists_newest_first:
+        if not self.lists_newest_first or self.azure:
             return self.fs.ls(path, detail=detail)
         entries = sync(self.fs.loop, self.fs._lsdir, self.fs._strip_protocol(path).rstrip("/"))
         if not entries:
@@ -307,7 +338,7 @@ class Storage:
 
     def read(self, key: str) -> bytes:
         """The bytes of the file ``key``: on S3 one GET (s3fs asks for the size first unless told not to)."""
-        if self.lists_newest_first:
+        if self.lists_newest_first and not self.azure:
             return self.fs.cat_file(self.path(key), max_concurrency=1)
         return self.fs.cat_file(self.path(key))
 
@@ -365,14 +396,24 @@ class Storage:
     def _create_object(self, path: str, data: bytes) -> bool:
         """S3: ``PutObject`` with ``If-None-Match: *`` and a fresh intent token in its metadata. A create whose
         response was lost is retried by botocore/s3fs and refused with 412 although the object is ours: the
-        token (not the content, which another writer may repeat) tells our landed create from another's."""
+        token (not the content, which another writer may repeat) tells our landed create from another's. Azure:
+        ``Put Blob`` with ``If-None-Match: *``, the token under ``lance_intent`` (azure-core retries too)."""
         intent = uuid.uuid4().hex
         try:
-            self.fs.pipe_file(path, data, mode="create", Metadata={_INTENT_METADATA: intent})
+            self._conditional_put(path, data, intent)
         except FileExistsError:
             head = self._head(path)
-            return head is not None and (head.get("Metadata") or {}).get(_INTENT_METADATA) == intent
+            name = azure.INTENT_METADATA if self.azure else _INTENT_METADATA
+            return head is not None and (head.get("Metadata") or {}).get(name) == intent
         return True
+
+    def _conditional_put(self, path: str, data: bytes, intent: str) -> None:
+        """One create with ``If-None-Match: *`` and ``intent`` in the object's metadata (FileExistsError when
+        the object exists)."""
+        if self.azure:
+            azure.create(self.fs, path, data, intent)
+        else:
+            self.fs.pipe_file(path, data, mode="create", Metadata={_INTENT_METADATA: intent})
 
     def copy_if_not_exists(self, source: str, target: str) -> bool:
         """Atomically create ``target`` with the bytes of ``source`` (FileNotFoundError if missing); False if
@@ -388,7 +429,7 @@ class Storage:
         return self.put_if_not_exists(target, self.read(source))
 
     def _check_atomic_create(self) -> None:
-        """Fail loudly unless this S3 endpoint refuses a second create of the same key (once per process and
+        """Fail loudly unless this endpoint refuses a second create of the same key (once per process and
         endpoint/bucket; ``storage.conditional_put=etag`` skips the check, ``disabled`` refuses commits)."""
         if self.conditional_put == "disabled":
             raise ln.UnsupportedOperationError(
@@ -398,7 +439,8 @@ class Storage:
         if self.conditional_put == "etag":
             return
         client = self.fs.client_kwargs if isinstance(getattr(self.fs, "client_kwargs", None), dict) else {}
-        cache_key = (str(client.get("endpoint_url", "")), self.bucket)
+        endpoint = azure.service_url(self.fs) if self.azure else str(client.get("endpoint_url", ""))
+        cache_key = (endpoint, self.bucket)
         with _PROBE_LOCK:
             honoured = _PROBED.get(cache_key)
             if honoured is None:
@@ -406,7 +448,7 @@ class Storage:
                 _PROBED[cache_key] = honoured
         if not honoured:
             raise ln.UnsupportedOperationError(
-                f"The S3 endpoint for '{self.root}' ignores 'If-None-Match: *' (a second conditional create of "
+                f"The endpoint for '{self.root}' ignores 'If-None-Match: *' (a second conditional create of "
                 "the same object succeeded): commits would not be atomic, so the engine refuses to write. "
                 "Use a store with conditional writes, or set storage.conditional_put=disabled to make this explicit"
             )
@@ -417,7 +459,7 @@ class Storage:
             if not self._create_object(probe, b"1"):  # a uuid key created by someone else: no answer to trust
                 return False
             try:
-                self.fs.pipe_file(probe, b"2", mode="create")
+                self._conditional_put(probe, b"2", "probe")
             except FileExistsError:
                 return True
             return False
@@ -448,12 +490,22 @@ class Storage:
             os.rmdir(self.path(key))
 
 
-# -- what a store's errors mean (s3fs/botocore for Storage, object_store for pylance) ----------------------------
+# -- what a store's errors mean (s3fs/botocore, adlfs/azure-core for Storage, object_store for pylance) -----------
+# A missing bucket (S3) or container (Azure): the root is wrong, never "no catalog yet".
+_MISSING_BUCKET_MARKERS = (
+    "nosuchbucket",
+    "bucket does not exist",
+    "containernotfound",
+    "container does not exist",
+    "no such container",
+)
+
+
 def is_not_found_error(error: BaseException) -> bool:
     """True when a pylance/fsspec error says the object does not exist. A refusal (403, bad key, missing
-    bucket) says "does not exist" too: a failure, never an empty result."""
+    bucket or container) says "does not exist" too: a failure, never an empty result."""
     text = str(error).lower()
-    if is_denied_error(error) or "nosuchbucket" in text or "bucket does not exist" in text:
+    if is_denied_error(error) or any(marker in text for marker in _MISSING_BUCKET_MARKERS):
         return False
     return "not found" in text or "does not exist" in text or "no such file" in text
 
@@ -474,8 +526,8 @@ def root_problem(error: BaseException) -> str | None:
     text = str(error).lower()
     if isinstance(error, NotADirectoryError) or "not a directory" in text:
         return "it is a file or lies under one (a catalog root must be a directory)"
-    if "nosuchbucket" in text or "bucket does not exist" in text:
-        return "its bucket does not exist (create it, or fix the bucket name)"
+    if any(marker in text for marker in _MISSING_BUCKET_MARKERS):
+        return "its bucket does not exist (create it, or fix the bucket name; on Azure: the container)"
     return None
 
 
@@ -483,15 +535,28 @@ def root_problem(error: BaseException) -> str | None:
 # AWS says to retry, and after which a write may or may not have landed.
 _S3FS_RETRYABLE_ERRNOS = frozenset({getattr(errno, "EREMOTEIO", errno.EIO), errno.EBUSY})
 _TRANSIENT_MARKERS = ("slowdown", "reduce your request rate", "503 service unavailable", "500 internal server error")
+# azure-core's answers that Azure says to retry (its RetryPolicy retries them 3 times first): timeouts,
+# throttling (503 ServerBusy, 429) and internal errors.
+_AZURE_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def _is_azure_transient(error: BaseException) -> bool:
+    """azure-core: no answer (ServiceRequestError, ServiceResponseError) or a retryable status."""
+    if type(error).__module__.partition(".")[0] != "azure":
+        return False
+    status = getattr(error, "status_code", None)
+    return status in _AZURE_RETRYABLE_STATUS or (status is None and type(error).__name__.startswith("Service"))
 
 
 def is_transient_error(error: BaseException) -> bool:
     """True when the store throttled, failed internally or the connection failed even after the clients'
-    retries (botocore and s3fs 5 times each, object_store 10 within 3 minutes): worth retrying the operation."""
+    retries (botocore and s3fs 5 times each, azure-core 4, object_store 10 within 3 minutes): worth retrying
+    the operation."""
     module = type(error).__module__.partition(".")[0]
     text = str(error).lower()
     return (
         (module in ("botocore", "aiobotocore", "aiohttp") and not hasattr(error, "response"))  # not an S3 answer
+        or _is_azure_transient(error)
         or is_lost_response(error)
         or (isinstance(error, OSError) and error.errno in _S3FS_RETRYABLE_ERRNOS)
         or any(marker in text for marker in _TRANSIENT_MARKERS)
@@ -500,10 +565,19 @@ def is_transient_error(error: BaseException) -> bool:
 
 def is_denied_error(error: BaseException) -> bool:
     """True when the store refused the request (credentials or permissions)."""
-    if isinstance(error, PermissionError):
+    if isinstance(error, PermissionError) or type(error).__name__ == "ClientAuthenticationError":  # azure-core
         return True
     text = str(error).lower()
     return any(
         marker in text
-        for marker in ("403 forbidden", "accessdenied", "access denied", "invalidaccesskeyid", "signaturedoesnotmatch")
+        for marker in (
+            "403 forbidden",
+            "accessdenied",
+            "access denied",
+            "invalidaccesskeyid",
+            "signaturedoesnotmatch",
+            "authenticationfailed",  # Azure
+            "authorizationfailure",
+            "authorizationpermissionmismatch",
+        )
     )

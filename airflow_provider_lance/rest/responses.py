@@ -18,7 +18,6 @@ from lance_namespace import ErrorCode, LanceNamespaceError
 from starlette.responses import JSONResponse, Response
 
 from airflow_provider_lance.namespace.config import names_a_secret
-from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS
 from airflow_provider_lance.rest.routes import BY_OPERATION
 from airflow_provider_lance.utils.http_status import status_of
 
@@ -66,18 +65,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def is_secret_option(name: str) -> bool:
-    """Whether a storage option holds a credential (the engine's list, and any name that says so)."""
-    return name.lower() in SECRET_OPTIONS or names_a_secret(name)
-
-
 def _without_credentials(value: Any) -> Any:
     """A response without credentials in any ``storage_options`` in it: the engine leaves them out by itself
     unless configured to vend them, another implementation may not."""
     if isinstance(value, dict):
         return {
             key: (
-                {k: v for k, v in item.items() if not is_secret_option(k)}
+                {k: v for k, v in item.items() if not names_a_secret(k)}
                 if key == "storage_options" and isinstance(item, dict)
                 else _without_credentials(item)
             )

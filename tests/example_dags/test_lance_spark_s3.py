@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import lance
 import lance.namespace
@@ -27,29 +28,39 @@ pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 DAG_ID = "lance_spark_batch_commit"
 
 
-@pytest.fixture
-def s3_env(tmp_path: Path, moto_server: MotoServer, s3_root: str) -> dict[str, str]:  # noqa: F811
+def dag_environment(tmp_path: Path, connection: dict[str, Any], foreign: tuple[str, ...]) -> dict[str, str]:
+    """``make demo``'s environment with ``lance_default`` = ``connection`` (a catalog on an object store), without
+    the variables starting with ``foreign`` (the store's own credentials must come from the connection only),
+    and a migrated Airflow database.
+
+    :param tmp_path: the test's directory.
+    :param connection: the connection's fields (host, login, password, extra).
+    :param foreign: prefixes of environment variables to drop.
+    """
     home, work = tmp_path / "airflow", tmp_path / "staging"
     home.mkdir()
     work.mkdir()
     env = demo_environment(tmp_path / "unused", work, home)
-    options = moto_server.storage_options()
-    env["AIRFLOW_CONN_LANCE_DEFAULT"] = json.dumps(
-        {
-            "conn_type": "lance",
-            "host": s3_root,
-            "login": ACCESS_KEY,
-            "password": SECRET_KEY,
-            "extra": {
-                "storage_options": {k: options[k] for k in ("aws_endpoint", "aws_region", "allow_http")},
-                "table_version_management": "true",
-            },
-        }
-    )
-    for key in [k for k in env if k.startswith(("LANCE_TEST_", "AWS_"))]:
+    env["AIRFLOW_CONN_LANCE_DEFAULT"] = json.dumps({"conn_type": "lance", **connection})
+    for key in [k for k in env if k.startswith(("LANCE_TEST_", *foreign))]:
         env.pop(key)
     airflow(env, "db", "migrate")
     return env
+
+
+@pytest.fixture
+def s3_env(tmp_path: Path, moto_server: MotoServer, s3_root: str) -> dict[str, str]:  # noqa: F811
+    options = moto_server.storage_options()
+    connection = {
+        "host": s3_root,
+        "login": ACCESS_KEY,
+        "password": SECRET_KEY,
+        "extra": {
+            "storage_options": {k: options[k] for k in ("aws_endpoint", "aws_region", "allow_http")},
+            "table_version_management": "true",
+        },
+    }
+    return dag_environment(tmp_path, connection, ("AWS_",))
 
 
 def reference(moto: MotoServer, root: str) -> lance.namespace.DirectoryNamespace:

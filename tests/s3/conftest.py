@@ -1,4 +1,5 @@
-"""A real S3 endpoint for the engine: moto's standalone server, started once per session.
+"""A real S3 endpoint for the engine: moto's standalone server, started once per session; and ``object_store``,
+the same tests on each store the engine commits on (moto's S3, Azurite's Azure Blob Storage: tests/azurite.py).
 
 The namespace is configured only through ``storage.*`` properties (no in-process patching of AWS clients):
 ``storage.aws_access_key_id``, ``storage.aws_secret_access_key``, ``storage.aws_endpoint``,
@@ -23,6 +24,8 @@ from pathlib import Path
 import boto3
 import pytest
 
+from tests.azurite import CONTAINER, AzuriteServer, azurite_server  # noqa: F401
+
 ACCESS_KEY = "AKIAMOTOTESTKEY4711"
 SECRET_KEY = "moto-secret-Zq81sPv0wXyT3kLm"
 REGION = "us-east-1"
@@ -34,12 +37,21 @@ class MotoServer:
     endpoint: str
     pid: int
 
-    def storage_options(self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY) -> dict[str, str]:
-        """Lance option names (what ``storage.*`` carries without the prefix)."""
+    @property
+    def url(self) -> str:
+        return self.endpoint
+
+    def storage_options(
+        self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY, via: str | None = None
+    ) -> dict[str, str]:
+        """Lance option names (what ``storage.*`` carries without the prefix).
+
+        :param via: the URL of a proxy in front of this server (tests/fault_proxy.py).
+        """
         return {
             "aws_access_key_id": access_key,
             "aws_secret_access_key": secret_key,
-            "aws_endpoint": self.endpoint,
+            "aws_endpoint": via or self.endpoint,
             "aws_region": REGION,
             "allow_http": "true",
         }
@@ -54,6 +66,11 @@ class MotoServer:
         }
         props.update(extra)
         return props
+
+    def keys(self, prefix: str) -> list[str]:
+        """Every key under ``prefix`` in the test bucket."""
+        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
     def client(self):  # a plain boto3 client pointed at the server (bucket set-up and inspection only)
         return boto3.client(
@@ -132,3 +149,44 @@ def s3_root(moto_server: MotoServer) -> str:
 def s3_props(moto_server: MotoServer, s3_root: str) -> dict[str, str]:
     """Namespace properties for ``s3_root``, configured only through ``storage.*``."""
     return moto_server.properties(s3_root)
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    """One store the engine commits on, with a fresh prefix: ``server`` is a MotoServer or an AzuriteServer
+    (``storage_options``, ``properties``, ``keys``, ``endpoint``)."""
+
+    name: str  # "s3" or "azure"
+    server: MotoServer | AzuriteServer
+    root: str  # s3://lance-ns/t-<uuid> or az://lance-ns/t-<uuid>
+
+    @property
+    def prefix(self) -> str:
+        """The root's key prefix in the bucket (container)."""
+        return self.root.split("/", 3)[3]
+
+    def properties(self, root: str | None = None, via: str | None = None, **extra: str) -> dict[str, str]:
+        """Namespace properties for ``root`` (default: the fresh prefix), through the proxy at ``via`` if given."""
+        properties = self.server.properties(root or self.root, **extra)
+        if via is not None:
+            properties.update({f"storage.{k}": v for k, v in self.server.storage_options(via=via).items()})
+        return properties
+
+
+assert CONTAINER == BUCKET  # one name for both stores' test bucket
+STORES = [pytest.param("s3", marks=pytest.mark.s3), pytest.param("azure", marks=pytest.mark.azure)]
+
+
+@pytest.fixture(params=STORES)
+def object_store(request: pytest.FixtureRequest) -> ObjectStore:
+    """Each store in turn (moto S3, Azurite), with a fresh prefix of the session's bucket."""
+    name = request.param
+    server = request.getfixturevalue("moto_server" if name == "s3" else "azurite_server")
+    scheme = "s3" if name == "s3" else "az"
+    return ObjectStore(name, server, f"{scheme}://{BUCKET}/t-{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def object_store_azure(azurite_server: AzuriteServer) -> ObjectStore:  # noqa: F811
+    """Azurite only, with a fresh prefix (tests of what only Azure needs shown)."""
+    return ObjectStore("azure", azurite_server, f"az://{CONTAINER}/t-{uuid.uuid4().hex[:12]}")

@@ -1,8 +1,10 @@
-"""Put-if-not-exists on S3: the endpoint honours ``If-None-Match``, a 16-way race has one winner, and stores
-without atomic creates are refused loudly instead of committing non-atomically."""
+"""Put-if-not-exists on S3 and Azure Blob Storage (moto, Azurite): the endpoint honours ``If-None-Match``, a
+16-way race has one winner, and stores without atomic creates are refused loudly instead of committing
+non-atomically."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import lance_namespace as ln
@@ -11,8 +13,25 @@ import pytest
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace import storage as storage_module
 from airflow_provider_lance.namespace.storage import PROBE_PREFIX, Storage
+from tests.s3.conftest import ObjectStore
 
-pytestmark = pytest.mark.s3
+
+@pytest.fixture
+def s3_props(object_store: ObjectStore) -> dict[str, str]:  # every test of this module on each store
+    return object_store.properties()
+
+
+def _ignore_condition(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the store ignore ``If-None-Match: *``, as some S3-compatible endpoints do: a create overwrites."""
+    if storage.azure:
+        monkeypatch.setattr(storage_module.azure, "create", lambda fs, path, data, intent: fs.pipe_file(path, data))
+        return
+    original_pipe = storage.fs.pipe_file
+
+    def ignoring_condition(path, data, mode="overwrite", **kwargs):
+        return original_pipe(path, data, **kwargs)  # drops mode="create": what such an endpoint does
+
+    monkeypatch.setattr(storage.fs, "pipe_file", ignoring_condition)
 
 
 def _storage(props: dict[str, str]) -> Storage:
@@ -56,12 +75,7 @@ def test_sixteen_way_race_has_one_winner(s3_props, rounds):
 def test_endpoint_ignoring_if_none_match_is_refused(s3_props, monkeypatch):
     """An endpoint that silently ignores the header: the engine must not commit, and must say why."""
     storage = _storage(s3_props)
-    original = storage.fs.pipe_file
-
-    def ignoring_condition(path, data, mode="overwrite", **kwargs):
-        return original(path, data, **kwargs)  # drops mode="create": what such an endpoint does
-
-    monkeypatch.setattr(storage.fs, "pipe_file", ignoring_condition)
+    _ignore_condition(storage, monkeypatch)
     monkeypatch.setattr(storage_module, "_PROBED", {})
     with pytest.raises(ln.UnsupportedOperationError, match="If-None-Match"):
         storage.put_if_not_exists("never", b"x")
@@ -71,8 +85,7 @@ def test_endpoint_ignoring_if_none_match_is_refused(s3_props, monkeypatch):
 
 def test_declare_on_non_atomic_endpoint_fails_loudly_and_leaves_nothing(s3_props, monkeypatch):
     ns = DirectoryNamespace(**s3_props)
-    original = ns.storage.fs.pipe_file
-    monkeypatch.setattr(ns.storage.fs, "pipe_file", lambda p, d, mode="overwrite", **kw: original(p, d, **kw))
+    _ignore_condition(ns.storage, monkeypatch)
     monkeypatch.setattr(storage_module, "_PROBED", {})
     with pytest.raises(ln.UnsupportedOperationError):
         ns.declare_table(ln.DeclareTableRequest(id=["t"]))
@@ -101,7 +114,6 @@ def test_conditional_put_etag_skips_the_probe(s3_props, monkeypatch):
     ("root", "properties"),
     [
         ("gs://bucket/x", {}),
-        ("az://container/x", {}),
         ("hdfs://namenode/x", {}),
         ("s3://bucket/x", {"storage.conditional_put": "dynamo:locks"}),
     ],
@@ -109,3 +121,16 @@ def test_conditional_put_etag_skips_the_probe(s3_props, monkeypatch):
 def test_stores_without_a_known_atomic_create_are_rejected(root, properties):
     with pytest.raises(ln.InvalidInputError):
         DirectoryNamespace(root=root, **properties)
+
+
+def test_gcs_is_refused_naming_what_is_untested():
+    """gs:// stays refused until something has checked GCS's conditional create (README, "Storage")."""
+    with pytest.raises(ln.InvalidInputError, match=r"gs:// is untested.*ifGenerationMatch=0.*no commit on GCS"):
+        DirectoryNamespace(root="gs://bucket/x")
+
+
+def test_an_azure_root_without_the_extra_names_it(monkeypatch):
+    """adlfs is the ``azure`` extra: without it an ``az://`` root says what to install."""
+    monkeypatch.setitem(sys.modules, "adlfs", None)  # what a clean environment without the extra has
+    with pytest.raises(ImportError, match=r"pip install 'airflow-provider-lance\[azure\]'"):
+        DirectoryNamespace(root="az://container/x", **{"storage.account_name": "a", "storage.account_key": "a2V5"})

@@ -1,5 +1,5 @@
-"""Every engine operation on S3 through the fault-injecting proxy (tests/fault_proxy.py), one fault kind at a
-time, then the catalog checked through a clean engine (straight to moto) and the reference.
+"""Every engine operation on S3 and Azure through the fault-injecting proxy (tests/fault_proxy.py), one fault
+kind at a time, then the catalog checked through a clean engine (straight to moto or Azurite) and the reference.
 
 Each operation is tried as a scheduler would: on failure it is retried (at most 4 attempts), and an answer that
 says the work is already done (the table exists, the version exists) after a failed attempt counts as done.
@@ -26,9 +26,7 @@ from airflow_provider_lance.staging import StagingNamespace, commit_entries, sta
 from tests.fault_proxy import FAULTS, FaultProxy, FaultRates
 from tests.fault_storage import count_rows, rows, visible_version
 from tests.namespace.data.helpers import ipc
-from tests.s3.conftest import BUCKET, MotoServer
-
-pytestmark = pytest.mark.s3
+from tests.s3.conftest import MotoServer, ObjectStore
 
 _ATTEMPTS = 4
 _DONE = (ln.TableAlreadyExistsError, ln.NamespaceAlreadyExistsError, ln.ConcurrentModificationError)
@@ -135,37 +133,54 @@ def _check(clean: DirectoryNamespace, reference: Any, tally: Tally) -> None:
             tally.problems.append(f"table {name} is not a declared table")
 
 
-@pytest.mark.parametrize("fault", FAULTS)
-def test_every_operation_under_one_fault(moto_server: MotoServer, fault: str) -> None:
-    root = f"s3://{BUCKET}/faults-{fault}-{uuid.uuid4().hex[:8]}"
+def _run_under_faults(store: ObjectStore, rates: FaultRates, label: str) -> tuple[Tally, set[str]]:
+    """The workload through the proxy at ``rates``, then the catalog checked straight on the store; returns the
+    tally and the request kinds that met a fault."""
+    root = f"{store.root}/faults-{label}-{uuid.uuid4().hex[:8]}"
     extra = {
         "table_version_management": "true",
         "manifest_maintenance_every": "2",
         "manifest_maintenance_fragments": "2",
     }
-    rate = {"lost_ack": 0.3, "throttle": 0.15, "reset": 0.1, "latency": 0.5}[fault]
-    with FaultProxy(moto_server.endpoint, FaultRates(**{fault: rate}), seed=20) as proxy:
-        ns = DirectoryNamespace(**MotoServer(proxy.endpoint, 0).properties(root, **extra))
+    with FaultProxy(store.server.url, rates, seed=20) as proxy:
+        ns = DirectoryNamespace(**store.properties(root, via=proxy.endpoint, **extra))
         tally = Tally()
         _workload(ns, tally)
-        injected = proxy.totals()[fault]
-        kinds = sorted({kind for (name, kind) in proxy.injected if name == fault})
-    clean = DirectoryNamespace(**moto_server.properties(root, **extra))
-    reference = lance.namespace.DirectoryNamespace(**moto_server.properties(root, **extra))
+        injected = proxy.totals()
+        kinds = {kind for (_, kind) in proxy.injected}
+    clean = DirectoryNamespace(**store.properties(root, **extra))
+    reference = lance.namespace.DirectoryNamespace(**store.properties(root, **extra))
     try:
         _check(clean, reference, tally)
     except Exception as error:  # a table a reader cannot open
         tally.problems.append(f"check: {type(error).__name__}: {error}")
     ok = sum(count for (_, outcome), count in tally.counts.items() if outcome == "ok")
     failed = sum(count for (_, outcome), count in tally.counts.items() if outcome.endswith("Error"))
-    print(
-        f"{fault}: {injected} injected on {kinds}; {ok} operations ok, {failed} failed attempts; {dict(tally.counts)}"
-    )
+    print(f"{store.name} {label}: {injected} injected on {sorted(kinds)}; {ok} operations ok, {failed} failed attempts")
+    return tally, kinds
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("fault", FAULTS)
+def test_every_operation_under_one_fault(moto_server: MotoServer, s3_root: str, fault: str) -> None:
+    rate = {"lost_ack": 0.3, "throttle": 0.15, "reset": 0.1, "latency": 0.5}[fault]
+    tally, kinds = _run_under_faults(ObjectStore("s3", moto_server, s3_root), FaultRates(**{fault: rate}), fault)
     # the commit primitive (conditional creates) and plain writes meet every fault, listings all but lost acks
-    assert {"PUT", "PUT-create"} | (set() if fault == "lost_ack" else {"LIST"}) <= set(kinds)
+    assert {"PUT", "PUT-create"} | (set() if fault == "lost_ack" else {"LIST"}) <= kinds
     assert tally.problems == [], dict(tally.counts)
 
 
+@pytest.mark.azure
+def test_every_operation_under_mixed_faults_on_azure(object_store_azure: ObjectStore) -> None:
+    """The same workload on Azurite, the four faults at once (one run: each retried Azure request waits
+    2-16 s, so one run per fault would cost minutes)."""
+    rates = FaultRates(lost_ack=0.15, throttle=0.05, reset=0.04, latency=0.1)
+    tally, kinds = _run_under_faults(object_store_azure, rates, "mixed")
+    assert {"PUT", "PUT-create", "LIST"} <= kinds
+    assert tally.problems == [], dict(tally.counts)
+
+
+@pytest.mark.s3
 def test_stage_data_uses_the_engine_storage_options_without_vending(moto_server: MotoServer, s3_root: str) -> None:
     """Our engine vends no credentials by default; stage_data on it still writes with the engine's own options."""
     properties = moto_server.properties(s3_root, table_version_management="true")
@@ -176,8 +191,9 @@ def test_stage_data_uses_the_engine_storage_options_without_vending(moto_server:
     assert visible_version(ns, ["t"]) == 1
 
 
-def test_a_root_on_a_missing_bucket_is_named_with_what_is_wrong(moto_server: MotoServer) -> None:
-    ns = DirectoryNamespace(**moto_server.properties("s3://no-such-bucket-20/p"))
+def test_a_root_on_a_missing_bucket_is_named_with_what_is_wrong(object_store: ObjectStore) -> None:
+    scheme = object_store.root.partition(":")[0]
+    ns = DirectoryNamespace(**object_store.properties(f"{scheme}://no-such-bucket-20/p"))
     for call in (
         lambda: ns.list_namespaces(ln.ListNamespacesRequest(id=[])),
         lambda: ns.create_namespace(ln.CreateNamespaceRequest(id=["a"])),

@@ -1,7 +1,11 @@
-"""Every engine operation on an ``s3://bucket/prefix`` root (moto), the pylance writer/reader path through
-the namespace, and the reference implementation reading our S3 catalog."""
+"""Every engine operation on an ``s3://bucket/prefix`` root (moto) and an ``az://container/prefix`` root
+(Azurite), the pylance writer/reader path through the namespace, and the reference implementation reading our
+catalog on each store."""
 
 from __future__ import annotations
+
+import logging
+import uuid
 
 import lance
 import lance.namespace
@@ -9,15 +13,21 @@ import lance_namespace as ln
 import pytest
 from lance_namespace_urllib3_client.models.version_range import VersionRange
 
-from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace import DirectoryNamespace, azure
 from airflow_provider_lance.namespace.s3 import s3fs_arguments
 from airflow_provider_lance.namespace.storage import Storage
 from tests.fault_storage import count_rows, rows, stage, visible_version
+from tests.s3.conftest import ObjectStore
 
-pytestmark = pytest.mark.s3
+
+@pytest.fixture
+def s3_props(object_store: ObjectStore) -> dict[str, str]:  # every test of this module on each store
+    return object_store.properties()
 
 
-def test_storage_options_reach_s3fs_and_pylance(s3_props, moto_server):
+@pytest.mark.s3
+def test_storage_options_reach_s3fs_and_pylance(moto_server, s3_root):
+    s3_props = moto_server.properties(s3_root)
     ns = DirectoryNamespace(**s3_props)
     options = ns.config.storage_options
     assert options == moto_server.storage_options()
@@ -31,6 +41,22 @@ def test_storage_options_reach_s3fs_and_pylance(s3_props, moto_server):
     prefix = s3_props["root"].split("/", 3)[3]
     listing = moto_server.client().list_objects_v2(Bucket="lance-ns", Prefix=prefix)
     assert listing.get("KeyCount", 0) == 0
+
+
+@pytest.mark.azure
+def test_storage_options_reach_adlfs_and_pylance(azurite_server):
+    """Lance's Azure option names reach adlfs (the account URL of ``azure_storage_endpoint``, the key) and
+    pylance unchanged; ``abfs://container@account.dfs.core.windows.net`` names the same container; nothing is
+    written by construction."""
+    ns = DirectoryNamespace(**azurite_server.properties("az://lance-ns/opts"))
+    assert ns.manifest.storage_options == azurite_server.storage_options()
+    assert ns.storage.scheme == "az" and ns.storage.bucket == "lance-ns"
+    assert azure.service_url(ns.storage.fs).rstrip("/") == azurite_server.endpoint
+    assert repr(ns.storage) == "Storage(root='az://lance-ns/opts')" and "Eby8" not in repr(ns.storage.fs)
+    gen2 = Storage("abfs://lance-ns@devstoreaccount1.dfs.core.windows.net/opts", azurite_server.storage_options())
+    assert gen2.path("k") == ns.storage.path("k") == "lance-ns/opts/k"
+    assert gen2.object_path("k") == "opts/k"
+    assert azurite_server.keys("opts") == []
 
 
 def test_namespace_operations(s3_props):
@@ -54,7 +80,7 @@ def test_namespace_operations(s3_props):
     assert other.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["prod"]
 
 
-def test_table_operations(s3_props, moto_server):
+def test_table_operations(s3_props, object_store):
     ns = DirectoryNamespace(**s3_props)
     ns.create_namespace(ln.CreateNamespaceRequest(id=["db"]))
     declared = ns.declare_table(ln.DeclareTableRequest(id=["db", "t"], properties={"k": "v"}))
@@ -81,8 +107,7 @@ def test_table_operations(s3_props, moto_server):
     with pytest.raises(ln.TableNotFoundError):
         ns.table_exists(ln.TableExistsRequest(id=["db", "again"]))
     prefix = s3_props["root"].split("/", 3)[3] + "/" + relative + "/"
-    left = moto_server.client().list_objects_v2(Bucket="lance-ns", Prefix=prefix).get("KeyCount", 0)
-    assert left == 0, "drop_table left objects behind"
+    assert object_store.server.keys(prefix) == [], "drop_table left objects behind"
     ns.drop_table(ln.DropTableRequest(id=["db", "t"]))
     assert ns.list_tables(ln.ListTablesRequest(id=["db"])).tables == []
 
@@ -145,7 +170,7 @@ def test_managed_versions_and_batch_create(s3_props):
     assert ns.list_tables(ln.ListTablesRequest(id=["db"])).tables == ["a", "b"]
 
 
-def test_reference_reads_our_s3_catalog(s3_props, moto_server):
+def test_reference_reads_our_catalog(s3_props, object_store):
     ours = DirectoryNamespace(**s3_props)
     ours.create_namespace(ln.CreateNamespaceRequest(id=["db"], properties={"team": "x"}))
     lance.write_dataset(rows(7), namespace_client=ours, table_id=["db", "t"], mode="create")
@@ -158,7 +183,7 @@ def test_reference_reads_our_s3_catalog(s3_props, moto_server):
     ours_location = ours.describe_table(ln.DescribeTableRequest(id=["db", "t"])).location
     assert reference.describe_table(ln.DescribeTableRequest(id=["db", "t"])).location == ours_location
     # the reference vends no storage options, so the reader passes them itself
-    options = moto_server.storage_options()
+    options = object_store.server.storage_options()
     dataset = lance.dataset(namespace_client=reference, table_id=["db", "t"], storage_options=options)
     assert dataset.count_rows() == 7
     versions = reference.list_table_versions(ln.ListTableVersionsRequest(id=["db", "t"])).versions
@@ -169,13 +194,53 @@ def test_reference_reads_our_s3_catalog(s3_props, moto_server):
     assert ours.list_tables(ln.ListTablesRequest(id=["other"])).tables == ["r"]
 
 
-def test_root_check_on_s3(moto_server, s3_root):
-    """``Storage.check_root`` (the connection test, the REST readiness route) on S3: a bucket that exists is
-    usable and the write probe leaves nothing behind; a missing bucket is named."""
-    options = moto_server.storage_options()
-    assert Storage(s3_root, options).check_root() is None
-    assert Storage(s3_root, options).check_root(probe_write=False) is None
-    prefix = s3_root.split("/", 3)[3]
-    assert moto_server.client().list_objects_v2(Bucket="lance-ns", Prefix=prefix).get("KeyCount", 0) == 0
-    problem = Storage("s3://no-such-bucket-h28/catalog", options).check_root()
+def test_root_check(object_store):
+    """``Storage.check_root`` (the connection test, the REST readiness route) on S3 and Azure: a bucket
+    (container) that exists is usable and the write probe leaves nothing behind; a missing one is named."""
+    options = object_store.server.storage_options()
+    assert Storage(object_store.root, options).check_root() is None
+    assert Storage(object_store.root, options).check_root(probe_write=False) is None
+    assert object_store.server.keys(object_store.prefix) == []
+    scheme = object_store.root.partition(":")[0]
+    problem = Storage(f"{scheme}://no-such-bucket-h28/catalog", options).check_root()
     assert problem is not None and "bucket no-such-bucket-h28" in problem and "does not exist" in problem
+
+
+@pytest.mark.azure
+def test_azure_credentials_stay_out_of_responses_and_logs(azurite_server, caplog):
+    """The account key never reaches a response (without credential vending), a ``repr`` or a log record at
+    DEBUG (azure-core logs request headers with ``Authorization`` redacted); the signed header is redacted."""
+    properties = azurite_server.properties(f"az://lance-ns/secrets-{uuid.uuid4().hex[:8]}")
+    properties.pop("credential_vending_enabled")
+    key = properties["storage.account_key"]
+    with caplog.at_level(logging.DEBUG):
+        ns = DirectoryNamespace(**properties)
+        ns.create_namespace(ln.CreateNamespaceRequest(id=["db"]))
+        lance.write_dataset(
+            rows(3), namespace_client=ns, table_id=["db", "t"], mode="create", storage_options=ns.config.storage_options
+        )
+        described = ns.describe_table(ln.DescribeTableRequest(id=["db", "t"]))
+        declared = ns.declare_table(ln.DeclareTableRequest(id=["db", "d"]))
+    for options in (described.storage_options, declared.storage_options):
+        assert options is not None and "account_key" not in options and options["account_name"] == "devstoreaccount1"
+    shown = [repr(ns), str(ns), repr(ns.storage), repr(ns.config), repr(ns.manifest), caplog.text]
+    assert not [text for text in shown if key in text]
+    assert "SharedKey devstoreaccount1:" not in caplog.text
+    assert any(record.name.startswith("azure") for record in caplog.records)  # the client did log its requests
+
+
+@pytest.mark.azure
+def test_the_emulator_flag_reaches_the_same_store_as_pylance(azurite_server, monkeypatch):
+    """``azure_storage_use_emulator=true``: both clients take the account URL from ``AZURITE_BLOB_STORAGE_URL``
+    (object_store's rule; an ``endpoint`` option is ignored then), so the engine's requests and pylance's land
+    on one store."""
+    monkeypatch.setenv(azure.EMULATOR_URL_VARIABLE, azurite_server.url)
+    options = {"account_name": "devstoreaccount1", "account_key": azurite_server.storage_options()["account_key"]}
+    options.update(azure_storage_use_emulator="true", allow_http="true", endpoint="http://127.0.0.1:9/ignored")
+    root = f"az://lance-ns/emulator-{uuid.uuid4().hex[:8]}"
+    ns = DirectoryNamespace(root=root, **{f"storage.{k}": v for k, v in options.items()})
+    assert azure.service_url(ns.storage.fs).rstrip("/") == azurite_server.endpoint
+    lance.write_dataset(rows(4), namespace_client=ns, table_id=["t"], mode="create", storage_options=options)
+    assert count_rows(ns, ["t"]) == 4
+    keys = azurite_server.keys(root.removeprefix("az://lance-ns/"))
+    assert any("/__manifest/_versions/" in key for key in keys) and any("/data/" in key for key in keys)

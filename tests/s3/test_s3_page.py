@@ -1,5 +1,5 @@
-"""The catalog page over a catalog on S3 (moto): it opens the tables with the namespace's storage options (vended
-or the engine's own) and shows none of them, nor the credentials, on any page."""
+"""The catalog page over a catalog on S3 (moto) and Azure (Azurite): it opens the tables with the namespace's
+storage options (vended or the engine's own) and shows none of them, nor the credentials, on any page."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from starlette.testclient import TestClient
 
 from airflow_provider_lance import staging
 from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.namespace.storage import SECRET_OPTIONS
 from airflow_provider_lance.page import create_page_app
-from tests.s3.conftest import ACCESS_KEY, SECRET_KEY, MotoServer
-
-pytestmark = pytest.mark.s3
+from tests.s3.conftest import ObjectStore
 
 PAGES = (
     "/namespace?id=demo",
@@ -26,8 +25,8 @@ PAGES = (
 
 
 @pytest.mark.parametrize("vending", ["true", "false"])
-def test_page_on_s3_shows_no_secret(moto_server: MotoServer, s3_root: str, vending: str) -> None:
-    props = moto_server.properties(s3_root, table_version_management="true")
+def test_page_shows_no_secret(object_store: ObjectStore, vending: str) -> None:
+    props = object_store.properties(table_version_management="true")
     writer = DirectoryNamespace(**props)
     writer.create_namespace(ln.CreateNamespaceRequest(id=["demo"]))
     lance.write_dataset(pa.table({"x": [1, 2]}), namespace_client=writer, table_id=["demo", "t"], mode="create")
@@ -47,6 +46,10 @@ def test_page_on_s3_shows_no_secret(moto_server: MotoServer, s3_root: str, vendi
     assert 'data-version="3"' in history and "staged" in history  # listed on S3 with the storage options
     assert "run2" in history and '<td class="num">3</td>' in history  # version 2: 3 rows, committed by run2
     assert "demo.t v2" in texts["/run?run=dag/run2&ns=demo"]
+    options = object_store.server.storage_options()
+    secrets = [object_store.server.endpoint, *(v for k, v in options.items() if k in SECRET_OPTIONS)]
+    secrets += [name for name in options if name in SECRET_OPTIONS]
+    assert len(secrets) >= 3
     for path, text in texts.items():
-        for secret in (ACCESS_KEY, SECRET_KEY, "aws_access_key_id", "aws_secret_access_key", moto_server.endpoint):
+        for secret in secrets:
             assert secret not in text, (path, secret)
