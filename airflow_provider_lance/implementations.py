@@ -22,7 +22,6 @@ what each implementation does its own way (measured with pylance 14.0.2 and lanc
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import re
@@ -48,6 +47,8 @@ from lance_namespace import (
     TableNotFoundError,
     UnsupportedOperationError,
 )
+
+from airflow_provider_lance.utils.extras import missing_extra
 
 #: The canonical name of the provider's engine, what an empty ``impl`` means.
 ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
@@ -118,8 +119,11 @@ def connect(impl: str | None, properties: dict[str, str]) -> LanceNamespace:
         return RestNamespace(**properties)
     import lance_namespace
 
-    with contextlib.suppress(ImportError):  # registers its short names when installed
+    try:  # registers its short names when installed
         import lance_namespace_impls  # noqa: F401
+    except ModuleNotFoundError as error:
+        if impl == "glue":
+            raise missing_extra("glue", error) from None
     return AdaptedNamespace(lance_namespace.connect(impl, properties))
 
 

@@ -7,8 +7,8 @@ or from Airflow with ``SparkSubmitOperator(application=job_path(), application_a
 Arguments:
 
 * ``--property key=value`` (repeated) and/or ``--properties-json '{...}'``: the namespace properties
-  (``root``, ``storage.*`` ...). ``--impl``: ``auto`` (this provider's engine, else pylance's ``dir``), ``dir``,
-  or a class path.
+  (``root``, ``storage.*`` ...). ``--impl``: ``auto`` (this provider's engine, or the job fails with its import
+  error: no silent switch to another engine), ``dir`` (pylance's, only when asked by name), or a class path.
 * ``--table ns.table=<input>`` (repeated): ``range:N`` or ``range:START:END`` (deterministic demo rows: id,
   name, score, bucket), or a parquet / csv / json path, optionally prefixed ``parquet:``, ``csv:``, ``json:``.
 * ``--mode append|overwrite``, ``--partitions N`` (repartition inputs), ``--storage-option key=value``.
@@ -105,7 +105,7 @@ def namespace_properties(args: argparse.Namespace) -> dict[str, str]:
 def build_namespace(impl: str, properties: dict[str, str]) -> ln.LanceNamespace:
     """Build the namespace client.
 
-    :param impl: ``auto`` (this provider's engine when importable, else pylance's directory namespace),
+    :param impl: ``auto`` (this provider's engine; its import error when it cannot load, never another engine),
         ``rest`` (a Lance REST Namespace server; the provider's client, which also commits batches), an alias
         known to ``lance_namespace.connect`` (``dir``), or a class path.
     :param properties: the namespace properties.
@@ -117,14 +117,10 @@ def build_namespace(impl: str, properties: dict[str, str]) -> ln.LanceNamespace:
 
         return RestNamespace(**properties)
 
-    if impl == "auto":
-        try:
-            from airflow_provider_lance.namespace import DirectoryNamespace
-        except ImportError:
-            log.warning("Provider engine not importable; using pylance's DirectoryNamespace")
-            impl = "dir"
-        else:
-            return DirectoryNamespace(**properties)
+    if impl == "auto":  # our engine or its import error: another engine has other commit semantics
+        from airflow_provider_lance.namespace import DirectoryNamespace
+
+        return DirectoryNamespace(**properties)
     return lance_namespace.connect(impl, properties)
 
 
