@@ -33,7 +33,6 @@ import pydantic
 from lance_namespace import (
     DescribeNamespaceRequest,
     DescribeTableRequest,
-    ErrorCode,
     InternalError,
     InvalidInputError,
     LanceNamespace,
@@ -128,11 +127,10 @@ def connect(impl: str | None, properties: dict[str, str]) -> LanceNamespace:
 
 
 class OperationNotImplemented(UnsupportedOperationError):
-    """An operation the implementation does not implement at all (not a request it refuses). Its code is the
-    one the reference ``RestAdapter`` answers such an operation with (measured, pylance 14.0.2: 500 and code
-    18, "Not supported: …"); code 0 (406) stays for requests an implementation refuses as unsupported."""
-
-    code = ErrorCode.INTERNAL
+    """An operation the implementation does not implement at all (not a request it refuses): code 0,
+    Unsupported (HTTP 406), as the spec says, so that clients and the hook know a retry cannot help. The
+    reference ``RestAdapter`` answers 500 and code 18, Internal (measured, pylance 14.0.2): a deliberate
+    difference (docs/rest.md)."""
 
 
 def wants_mapping(method: Callable[..., Any]) -> bool:
