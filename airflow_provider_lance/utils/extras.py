@@ -10,7 +10,7 @@ from __future__ import annotations
 EXTRAS: dict[str, tuple[str, ...]] = {
     "airflow": ("airflow",),
     "spark": ("pyspark",),
-    "server": ("starlette", "uvicorn", "jinja2", "prometheus_client"),
+    "server": ("starlette", "uvicorn", "jinja2", "prometheus_client", "yaml"),
     "glue": ("lance_namespace_impls",),
 }
 

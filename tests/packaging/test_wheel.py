@@ -17,27 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.packaging.conftest import uv
+
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def uv(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    for python in (sys.executable, "python3"):
-        probe = subprocess.run([python, "-m", "uv", "--version"], capture_output=True, check=False)
-        if probe.returncode == 0:
-            return subprocess.run(
-                [python, "-m", "uv", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=300
-            )
-    pytest.skip("uv is not installed")
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    uv("build", "--wheel", "--out-dir", str(out), str(REPO))
-    (built,) = out.glob("airflow_provider_lance-*.whl")
-    return built
 
 
 def test_wheel_metadata(wheel: Path) -> None:

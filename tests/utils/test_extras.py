@@ -147,7 +147,7 @@ def test_a_missing_package_of_an_extra_names_the_extra() -> None:
     error = missing_extra("server", ModuleNotFoundError("No module named 'uvicorn'", name="uvicorn"))
     assert error.name == "uvicorn"
     assert re.search(r"""pip install "airflow-provider-lance\[server\]\"""", str(error))
-    other = ModuleNotFoundError("No module named 'yaml'", name="yaml")
+    other = ModuleNotFoundError("No module named 'h5py'", name="h5py")
     assert missing_extra("server", other) is other  # not the extra's: left as it is
 
 
