@@ -1,9 +1,10 @@
 """The built wheel, and clean venvs holding it (``make test-install``): what users install, not this checkout.
 
-A venv per user path is created with ``uv`` from the wheel, its extras and the lock's versions as constraints,
-and cached between runs under ``~/.cache/airflow-provider-lance/install-venvs`` (``LANCE_INSTALL_CACHE``),
-keyed by the lock, the declared dependencies, the extras and the Python: a run with the same lock only
-reinstalls the provider's own wheel into it.
+A venv per user path is created with ``uv`` from the wheel, its extras and the lock's versions as constraints
+(or the oldest / newest versions our ranges allow: ``--resolution lowest-direct`` / ``highest``), and cached
+between runs under ``~/.cache/airflow-provider-lance/install-venvs`` (``LANCE_INSTALL_CACHE``), keyed by the
+lock, the declared dependencies, the extras and the Python (and the week, for the newest): a run with the same
+lock only reinstalls the provider's own wheel into it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +73,22 @@ def constraints(tmp_path_factory: pytest.TempPathFactory) -> Path:
         str(path),
     )
     return path
+
+
+#: Prints the versions a venv holds of what our ranges name.
+VERSIONS = (
+    "import importlib.metadata as m\n"
+    "names = ['pylance', 'lance-namespace', 'pyarrow', 'fsspec', 's3fs', 'botocore', 'apache-airflow',\n"
+    "         'apache-airflow-task-sdk', 'apache-airflow-providers-apache-spark', 'pyspark', 'pyspark-client',\n"
+    "         'starlette', 'uvicorn', 'jinja2', 'pyyaml', 'lance-namespace-impls']\n"
+    "found = {}\n"
+    "for name in names:\n"
+    "    try:\n"
+    "        found[name] = m.version(name)\n"
+    "    except m.PackageNotFoundError:\n"
+    "        pass\n"
+    "print(' '.join(f'{k}=={v}' for k, v in found.items()))\n"
+)
 
 
 def find_python(version: str) -> str | None:
@@ -154,7 +172,9 @@ def install_venv(
     version = subprocess.run(
         [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    key = dependency_key(name, ",".join(extras), version, resolution)
+    # the newest releases change without the lock: those venvs are made again every week
+    week = time.strftime("%G-%V") if resolution == "highest" else ""
+    key = dependency_key(name, ",".join(extras), version, resolution, week)
     path = CACHE / f"{name}-{key}"
     venv = InstallVenv(path)
     requirement = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
@@ -164,6 +184,10 @@ def install_venv(
             shutil.rmtree(stale, ignore_errors=True)
         uv("venv", "--quiet", "--python", python, str(path))
         uv("pip", "install", "--quiet", "--compile-bytecode", "--python", venv.python, *pinned, requirement)
+        if "spark" in extras:  # README, "Installing": the Spark provider's pyspark-client shares pyspark's folder
+            pyspark = venv.run("python", "-c", "import importlib.metadata as m; print(m.version('pyspark'))")
+            reinstall = ["--reinstall", "--no-deps", "--compile-bytecode", f"pyspark=={pyspark.stdout.strip()}"]
+            uv("pip", "install", "--quiet", "--python", venv.python, *reinstall)  # so pyspark goes in last
         (path / ".complete").write_text(requirement + "\n")
     else:  # the same dependencies: this checkout's wheel replaces the cached one
         uv(
@@ -177,4 +201,6 @@ def install_venv(
             "airflow-provider-lance",
             requirement,
         )
+    # what this path ran on (``make test-install`` shows it: pytest -s)
+    print(f"\n{name}: {venv.run('python', '-c', VERSIONS).stdout.strip()}", flush=True)
     return venv

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging.conftest import REPO, InstallVenv, clean_env, find_python, install_venv, uv
+from tests.packaging.conftest import REPO, InstallVenv, clean_env, find_python, install_venv
 from tests.rest.servers import ServerProcess
 from tests.s3.conftest import BUCKET, MotoServer
 from tests.s3.test_s3_credential_vending import make_role, vending_properties
@@ -58,15 +58,20 @@ def airflow_env(venv: InstallVenv, home: Path, **extra: str) -> dict[str, str]:
     )
 
 
-@pytest.mark.parametrize("version", PYTHONS)
+#: Both ends of our ranges: ``lowest-direct`` installs the oldest version each of our direct dependencies allows
+#: (docs: README, "Installing"), ``highest`` the newest on PyPI today; ``locked`` the lock's.
+@pytest.mark.parametrize(
+    ("version", "resolution"), [*((v, "locked") for v in PYTHONS), ("3.11", "lowest-direct")], ids=str
+)
 def test_core(
     version: str,
+    resolution: str,
     wheel: Path,
     constraints: Path,
     moto_server: MotoServer,
     tmp_path: Path,
 ) -> None:
-    venv = install_venv(f"core-py{version}", wheel, constraints, (), python_or_skip(version))
+    venv = install_venv(f"core-py{version}-{resolution}", wheel, constraints, (), python_or_skip(version), resolution)
     modules = [module for module in MODULES if extra_of(module) is None]
     role = make_role(moto_server, f"install-{uuid.uuid4().hex[:8]}")
     s3 = vending_properties(moto_server, f"s3://{BUCKET}/install", role)
@@ -78,8 +83,9 @@ def test_core(
     assert "aws_session_token" in summary["vended"]
 
 
-def test_server(wheel: Path, constraints: Path, tmp_path: Path) -> None:
-    venv = install_venv("server", wheel, constraints, ("server",), python_or_skip("3.11"))
+@pytest.mark.parametrize("resolution", ["locked", "lowest-direct"])
+def test_server(resolution: str, wheel: Path, constraints: Path, tmp_path: Path) -> None:
+    venv = install_venv(f"server-{resolution}", wheel, constraints, ("server",), python_or_skip("3.11"), resolution)
     # README's two commands: a secret and its hash line, then the server with a principals file
     secret, hashed = venv.run("python", "-m", "airflow_provider_lance.rest.principals", "generate").stdout.split()[:2]
     principals = tmp_path / "principals.yaml"
@@ -98,12 +104,10 @@ def test_server(wheel: Path, constraints: Path, tmp_path: Path) -> None:
     assert summary == {"rows": 2, "tables": ["orders"], "stranger_refused": True}
 
 
-def test_airflow_and_spark(wheel: Path, constraints: Path, tmp_path: Path) -> None:
-    venv = install_venv("airflow-spark", wheel, constraints, ("airflow", "spark"), python_or_skip("3.11"))
-    # README, "Installing": the Spark provider's pyspark-client shares pyspark's folder; pyspark goes in last
-    pyspark = venv.run("python", "-c", "import importlib.metadata as m; print(m.version('pyspark'))").stdout.strip()
-    uv("pip", "install", "--quiet", "--python", venv.python, "--reinstall", "--no-deps", f"pyspark=={pyspark}")
-
+@pytest.mark.parametrize("resolution", ["locked", "lowest-direct", "highest"])
+def test_airflow_and_spark(resolution: str, wheel: Path, constraints: Path, tmp_path: Path) -> None:
+    python = python_or_skip("3.11")
+    venv = install_venv(f"airflow-spark-{resolution}", wheel, constraints, ("airflow", "spark"), python, resolution)
     root, work = tmp_path / "catalog", tmp_path / "staging"
     env = airflow_env(
         venv,
