@@ -178,7 +178,12 @@ def install_venv(
     path = CACHE / f"{name}-{key}"
     venv = InstallVenv(path)
     requirement = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
-    pinned = ["-c", str(constraints)] if resolution == "locked" else ["--resolution", resolution]
+    if resolution == "locked":
+        pinned = ["-c", str(constraints)]
+    else:  # our requirements named on the command line: for uv, the wheel's own are not "direct"
+        project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+        direct = project["dependencies"] + [r for e in extras for r in project["optional-dependencies"][e]]
+        pinned = ["--resolution", resolution, *direct]
     if not (path / ".complete").exists():
         for stale in CACHE.glob(f"{name}-*"):  # the venvs of an older lock: one per path is kept
             shutil.rmtree(stale, ignore_errors=True)
