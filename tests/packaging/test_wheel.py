@@ -31,7 +31,7 @@ def test_wheel_metadata(wheel: Path) -> None:
     requires = metadata.get_all("Requires-Dist")
     assert set(metadata.get_all("Provides-Extra")) >= {"airflow", "spark"}
     assert any(r.startswith("apache-airflow>=3.0") and "extra == 'airflow'" in r for r in requires), requires
-    assert any(r.startswith("pyspark[sql]") and "<5" in r and ">=3.5" in r for r in requires), requires
+    assert any(r.startswith("pyspark[sql]") and "<5" in r and ">=4.2" in r for r in requires), requires
     assert not any(r.startswith("pyspark") and "==" in r.split(";")[0] for r in requires)
     assert "[apache_airflow_provider]" in entry_points
     assert "provider_info = airflow_provider_lance.get_provider_info:get_provider_info" in entry_points
