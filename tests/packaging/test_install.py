@@ -127,7 +127,7 @@ def test_airflow_and_spark(resolution: str, wheel: Path, constraints: Path, tmp_
     listed = {p["package_name"]: p for p in json.loads(providers[providers.index('[{"') :])}
     assert "airflow-provider-lance" in listed, sorted(listed)
     venv.run("airflow", "db", "migrate", env=env, cwd=tmp_path)
-    venv.run("airflow", "dags", "reserialize", env=env, cwd=tmp_path)  # Airflow 3.0's dags test reads the database
+    venv.run("airflow", "dags", "reserialize", env=env, cwd=tmp_path)  # older Airflows' dags test reads the database
     venv.run("airflow", "dags", "test", "lance_spark_batch_commit", env=env, cwd=tmp_path, timeout=900)
     check = (
         "import json, sys, lance, lance_namespace as ln\n"
