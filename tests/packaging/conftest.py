@@ -42,7 +42,11 @@ def uv_command() -> list[str]:
 def uv(*args: str, cwd: Path = REPO, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
     """Run ``uv`` (every ``uv pip`` call names its ``--python``: ``python -m uv`` would else pick the Python
     that runs it)."""
-    done = subprocess.run([*uv_command(), *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout)
+    # the user's uv cache (built pyspark wheels included), not the suite's throwaway XDG_CACHE_HOME (tests/conftest.py)
+    env = {**os.environ, "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR", str(Path.home() / ".cache" / "uv"))}
+    done = subprocess.run(
+        [*uv_command(), *args], cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=timeout
+    )
     if done.returncode != 0:
         raise AssertionError(f"uv {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
     return done
@@ -191,8 +195,9 @@ def install_venv(
         uv("pip", "install", "--quiet", "--compile-bytecode", "--python", venv.python, *pinned, requirement)
         if "spark" in extras:  # README, "Installing": the Spark provider's pyspark-client shares pyspark's folder
             pyspark = venv.run("python", "-c", "import importlib.metadata as m; print(m.version('pyspark'))")
-            reinstall = ["--reinstall", "--no-deps", "--compile-bytecode", f"pyspark=={pyspark.stdout.strip()}"]
-            uv("pip", "install", "--quiet", "--python", venv.python, *reinstall)  # so pyspark goes in last
+            uv("pip", "uninstall", "--quiet", "--python", venv.python, "pyspark")  # so pyspark goes in last; not
+            pinned_pyspark = f"pyspark=={pyspark.stdout.strip()}"  # --reinstall, which rebuilds the 456 MB sdist
+            uv("pip", "install", "--quiet", "--no-deps", "--compile-bytecode", "--python", venv.python, pinned_pyspark)
         (path / ".complete").write_text(requirement + "\n")
     else:  # the same dependencies: this checkout's wheel replaces the cached one
         uv(
