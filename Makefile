@@ -4,7 +4,7 @@ VENV := .venv
 export UV_COMPILE_BYTECODE := 1
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: venv test test-fast demo bench lint clean node-clients
+.PHONY: venv test test-fast test-install demo bench lint clean node-clients
 
 $(VENV)/.installed: pyproject.toml uv.lock
 	$(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -14,7 +14,13 @@ $(VENV)/.installed: pyproject.toml uv.lock
 venv: $(VENV)/.installed
 
 test: venv node-clients
-	$(VENV)/bin/pytest -n 2  # both cores: most tests wait on servers, Spark and Airflow processes
+	$(VENV)/bin/pytest -n 2 -m "not install"  # both cores: most tests wait on servers, Spark and Airflow processes
+
+# What users install: the built wheel (not this checkout) in a clean venv per documented user path, each used
+# for real (tests/packaging/test_install.py). The venvs are cached in ~/.cache/airflow-provider-lance while the
+# lock is unchanged; a run then only reinstalls the wheel.
+test-install: venv
+	$(VENV)/bin/pytest -p no:xdist -m install tests/packaging -s --durations=0  # -s: the versions each path ran
 
 # The inner loop: the unit tier (no moto, Spark, Airflow processes, browser or other clients; tests/conftest.py).
 test-fast: venv

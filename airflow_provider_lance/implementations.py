@@ -22,7 +22,6 @@ what each implementation does its own way (measured with pylance 14.0.2 and lanc
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import inspect
@@ -35,7 +34,6 @@ import pydantic
 from lance_namespace import (
     DescribeNamespaceRequest,
     DescribeTableRequest,
-    ErrorCode,
     InternalError,
     InvalidInputError,
     LanceNamespace,
@@ -49,6 +47,8 @@ from lance_namespace import (
     TableNotFoundError,
     UnsupportedOperationError,
 )
+
+from airflow_provider_lance.utils.extras import missing_extra
 
 #: The canonical name of the provider's engine, what an empty ``impl`` means.
 ENGINE_IMPL = "airflow_provider_lance.namespace.DirectoryNamespace"
@@ -153,8 +153,11 @@ def connect(impl: str | None, properties: dict[str, str]) -> LanceNamespace:
         return getattr(importlib.import_module(module), name)(**properties)
     import lance_namespace
 
-    with contextlib.suppress(ImportError):  # registers its short names when installed
+    try:  # registers its short names when installed
         import lance_namespace_impls  # noqa: F401
+    except ModuleNotFoundError as error:
+        if impl == "glue":
+            raise missing_extra("glue", error) from None
     return AdaptedNamespace(lance_namespace.connect(known.class_path if known else str(impl), properties))
 
 
@@ -176,11 +179,10 @@ def pages(call: Callable[[Any], Any], request: Any) -> Iterator[Any]:
 
 
 class OperationNotImplemented(UnsupportedOperationError):
-    """An operation the implementation does not implement at all (not a request it refuses). Its code is the
-    one the reference ``RestAdapter`` answers such an operation with (measured, pylance 14.0.2: 500 and code
-    18, "Not supported: …"); code 0 (406) stays for requests an implementation refuses as unsupported."""
-
-    code = ErrorCode.INTERNAL
+    """An operation the implementation does not implement at all (not a request it refuses): code 0,
+    Unsupported (HTTP 406), as the spec says, so that clients and the hook know a retry cannot help. The
+    reference ``RestAdapter`` answers 500 and code 18, Internal (measured, pylance 14.0.2): a deliberate
+    difference (docs/rest.md)."""
 
 
 def wants_mapping(method: Callable[..., Any]) -> bool:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
 import botocore.config
 import botocore.exceptions
+import botocore.session
 import lance_namespace as ln
 
 from airflow_provider_lance.namespace.s3 import install_log_redaction, s3fs_arguments
@@ -135,7 +135,8 @@ class CredentialVendor:
         install_log_redaction()  # botocore logs the STS answer (the vended secret) at DEBUG
         s3 = s3fs_arguments(dict(storage_options))
         client = s3.get("client_kwargs", {})
-        self.sts = boto3.session.Session().client(
+        # botocore itself (a core dependency: s3fs's aiobotocore runs on it), not boto3, which only wraps it
+        self.sts = botocore.session.get_session().create_client(
             "sts",
             region_name=config.region or client.get("region_name") or "us-east-1",
             endpoint_url=config.sts_endpoint or client.get("endpoint_url"),

@@ -6,6 +6,11 @@ Airflow plugin ``lance`` mounts it in the API server, ``python -m airflow_provid
 
 from __future__ import annotations
 
-from airflow_provider_lance.page.app import UnknownSourceError, create_page_app
+from airflow_provider_lance.utils.extras import missing_extra
+
+try:
+    from airflow_provider_lance.page.app import UnknownSourceError, create_page_app
+except ModuleNotFoundError as error:  # installed without the server extra (Airflow brings what it needs)
+    raise missing_extra("server", error) from None
 
 __all__ = ["UnknownSourceError", "create_page_app"]

@@ -25,13 +25,19 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
-from uvicorn.supervisors import Multiprocess
-from uvicorn.supervisors.multiprocess import Process
+from airflow_provider_lance.utils.extras import missing_extra
+
+try:
+    import uvicorn
+    from starlette.applications import Starlette
+    from uvicorn.supervisors import Multiprocess
+    from uvicorn.supervisors.multiprocess import Process
+
+    from airflow_provider_lance.rest.app import ServerSettings, create_app
+except ModuleNotFoundError as error:  # installed without the server extra: say which one to add
+    raise missing_extra("server", error) from None
 
 from airflow_provider_lance.implementations import connect, property_prefix
-from airflow_provider_lance.rest.app import ServerSettings, create_app
 from airflow_provider_lance.rest.principals import PrincipalStore
 
 DEFAULT_PORT = 2333  # the protocol's default

@@ -385,7 +385,10 @@ def load_principals(path: str) -> Principals:
         try:
             import yaml
         except ImportError:
-            raise ValueError(f"{path}: a YAML principals file needs PyYAML (pip install pyyaml), or use JSON") from None
+            raise ValueError(
+                f'{path}: a YAML principals file needs PyYAML (pip install "airflow-provider-lance[server]"), or use '
+                "JSON"
+            ) from None
         try:
             document = yaml.safe_load(text)
         except yaml.YAMLError:

@@ -8,7 +8,8 @@ Arguments:
 
 * ``--property key=value`` (repeated) and/or ``--properties-json '{...}'``: the namespace properties
   (``root``, ``storage.*`` ...). ``--impl``: a name of ``implementations.connect`` (``auto`` or empty: this
-  provider's engine, ``rest``, ``dir``, a class path).
+  provider's engine, or the job fails with its import error: no silent switch to another engine; ``rest``,
+  ``dir`` (pylance's, only when asked by name), a class path).
 * ``--table ns.table=<input>`` (repeated): ``range:N`` or ``range:START:END`` (deterministic demo rows: id,
   name, score, bucket), or a parquet / csv / json path, optionally prefixed ``parquet:``, ``csv:``, ``json:``.
 * ``--mode append|overwrite``, ``--partitions N`` (repartition inputs), ``--storage-option key=value``.

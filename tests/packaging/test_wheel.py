@@ -17,27 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.packaging.conftest import uv
+
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def uv(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    for python in (sys.executable, "python3"):
-        probe = subprocess.run([python, "-m", "uv", "--version"], capture_output=True, check=False)
-        if probe.returncode == 0:
-            return subprocess.run(
-                [python, "-m", "uv", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=300
-            )
-    pytest.fail("uv is not installed: make installs it (python3 -m pip install uv)")
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    uv("build", "--wheel", "--out-dir", str(out), str(REPO))
-    (built,) = out.glob("airflow_provider_lance-*.whl")
-    return built
 
 
 def test_wheel_metadata(wheel: Path) -> None:
@@ -48,8 +30,8 @@ def test_wheel_metadata(wheel: Path) -> None:
         entry_points = archive.read(f"{dist_info}/entry_points.txt").decode()
     requires = metadata.get_all("Requires-Dist")
     assert set(metadata.get_all("Provides-Extra")) >= {"airflow", "spark"}
-    assert any(r.startswith("apache-airflow>=3.0") and "extra == 'airflow'" in r for r in requires), requires
-    assert any(r.startswith("pyspark[sql]") and "<5" in r and ">=3.5" in r for r in requires), requires
+    assert any(r.startswith("apache-airflow>=3.1.3") and "extra == 'airflow'" in r for r in requires), requires
+    assert any(r.startswith("pyspark[sql]") and "<5" in r and ">=4.2" in r for r in requires), requires
     assert not any(r.startswith("pyspark") and "==" in r.split(";")[0] for r in requires)
     assert "[apache_airflow_provider]" in entry_points
     assert "provider_info = airflow_provider_lance.get_provider_info:get_provider_info" in entry_points

@@ -70,8 +70,8 @@ def reference_server(root: str, **properties: str) -> Iterator[str]:
 class ServerProcess:
     """``lance-namespace-server`` as a child process (its own process group, so a SIGKILL takes its workers)."""
 
-    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None) -> None:
-        command = [str(_VENV_BIN / "lance-namespace-server"), "--port", "0", *args]
+    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None, executable: str | None = None) -> None:
+        command = [executable or str(_VENV_BIN / "lance-namespace-server"), "--port", "0", *args]
         self.process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,

@@ -3,7 +3,8 @@ security, metrics and error mapping.
 
 The differential test serves pylance's own ``DirectoryNamespace`` (``--impl dir``) through our server and
 sends the same requests to the reference ``RestAdapter("dir")``: every status and error code must agree,
-including the version operations pylance wants as dicts and the operations its backend lacks.
+including the version operations pylance wants as dicts, but for the operations its backend lacks: Unsupported
+(406, code 0) as the spec says, where the reference answers Internal (500, code 18).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import pytest
 
 from airflow_provider_lance.implementations import connect
 from tests.rest.servers import ServerProcess, reference_server, serve_namespace
+from tests.rest.test_differential import REFERENCE_UNSUPPORTED, UNSUPPORTED, compare
 from tests.rest.test_differential import REQUESTS as CATALOG_REQUESTS
-from tests.rest.test_differential import compare
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -72,13 +73,14 @@ def adapters(tmp_path: Path) -> Iterator[tuple[str, str]]:
 def test_impl_dir_answers_as_the_reference_adapter(adapters: tuple[str, str]) -> None:
     differences, ours = compare(REQUESTS, *adapters)
     assert differences == []
-    assert (404, 4) in ours and (500, 18) in ours  # a version operation on a missing table; one it lacks
+    assert (404, 4) in ours and UNSUPPORTED in ours  # a version operation on a missing table; one it lacks
+    assert REFERENCE_UNSUPPORTED not in ours
 
 
 def test_an_operation_the_implementation_lacks_names_it_without_a_traceback(adapters: tuple[str, str]) -> None:
     with httpx.Client(base_url=adapters[0], timeout=30) as client:
         answer = client.post("/v1/table/version/batch-create", json={"entries": []})
-        assert (answer.status_code, answer.json()["code"]) == (500, 18)  # what the reference answers
+        assert (answer.status_code, answer.json()["code"]) == UNSUPPORTED  # the reference: 500, code 18
         message = answer.json()["error"]
         assert message.startswith("Not supported: batch_create_table_versions is not implemented by DirectoryNamespace")
         assert "table_version_management=true" in message  # what would serve
@@ -87,7 +89,7 @@ def test_an_operation_the_implementation_lacks_names_it_without_a_traceback(adap
         operations = client.post("/ListOperations").json()["operations"]
         assert "CreateTableVersion" in operations and "BatchCreateTableVersions" not in operations
         metrics = client.get("/metrics").text
-        assert 'lance_rest_namespace_errors_total{code="18",operation="batch_create_table_versions"} 1.0' in metrics
+        assert 'lance_rest_namespace_errors_total{code="0",operation="batch_create_table_versions"} 1.0' in metrics
 
 
 @pytest.mark.slow  # starts processes of its own
