@@ -15,6 +15,8 @@ from typing import Any
 
 from fsspec.asyn import sync
 
+from airflow_provider_lance.utils.extras import missing_extra
+
 # Lance (object_store) option names → what adlfs takes (object_store's AzureConfigKey aliases).
 _ACCOUNT_NAME = ("azure_storage_account_name", "account_name")
 _ACCOUNT_KEY = (
@@ -76,8 +78,8 @@ def filesystem(options: dict[str, str], account: str | None = None) -> Any:
     """
     try:
         import adlfs
-    except ImportError as err:  # an optional extra: say which
-        raise ImportError("az:// and abfs:// roots need adlfs: pip install 'airflow-provider-lance[azure]'") from err
+    except ModuleNotFoundError as error:  # an optional extra: say which
+        raise missing_extra("azure", error) from None
     lowered = {name.lower(): value for name, value in options.items()}
     name = _first(lowered, _ACCOUNT_NAME) or account
     key, sas = _first(lowered, _ACCOUNT_KEY), _first(lowered, _SAS)

@@ -10,8 +10,9 @@ from __future__ import annotations
 EXTRAS: dict[str, tuple[str, ...]] = {
     "airflow": ("airflow",),
     "spark": ("pyspark",),
-    "server": ("starlette", "uvicorn", "jinja2", "prometheus_client", "yaml"),
+    "server": ("starlette", "uvicorn", "jinja2", "prometheus_client", "yaml", "jwt"),
     "glue": ("lance_namespace_impls",),
+    "azure": ("adlfs", "azure"),
 }
 
 

@@ -1,4 +1,5 @@
-"""Unsupported is Unsupported: an operation an implementation lacks answers 406 / code 0 through the server,
+"""Unsupported is Unsupported: an operation an implementation lacks answers code 0 through the server (406 where
+the spec lists it for the route, 400 elsewhere),
 whichever way it lacks it (the base class's "Not supported", ``NotImplementedError`` as pylance's bindings raise,
 ``lance_namespace.UnsupportedOperationError``), clients raise ``UnsupportedOperationError``, and an Airflow task
 fails without a retry. (pylance ``dir``, Glue and the engine: tests/rest/test_adapter.py, test_glue_server.py,
@@ -18,7 +19,7 @@ import tests.airflow_helpers  # noqa: F401  (sets AIRFLOW_HOME before Airflow is
 from airflow_provider_lance.implementations import connect
 from airflow_provider_lance.rest.client import RestNamespace
 from tests.rest.servers import serve_namespace
-from tests.rest.test_differential import UNSUPPORTED
+from tests.rest.test_differential import unsupported
 
 
 class PartialNamespace(ln.LanceNamespace):
@@ -56,7 +57,7 @@ def server() -> Iterator[str]:
 @pytest.mark.parametrize(("operation", "route", "body"), LACKING, ids=[op for op, _, _ in LACKING])
 def test_the_server_answers_unsupported(server: str, operation: str, route: str, body: dict[str, Any]) -> None:
     answer = httpx.post(server + route, json=body, timeout=30)
-    assert (answer.status_code, answer.json()["code"]) == UNSUPPORTED, answer.text
+    assert (answer.status_code, answer.json()["code"]) == unsupported(operation), answer.text
     assert "Not supported" in answer.json()["error"] and "Traceback" not in answer.text
 
 

@@ -132,5 +132,5 @@ def test_gcs_is_refused_naming_what_is_untested():
 def test_an_azure_root_without_the_extra_names_it(monkeypatch):
     """adlfs is the ``azure`` extra: without it an ``az://`` root says what to install."""
     monkeypatch.setitem(sys.modules, "adlfs", None)  # what a clean environment without the extra has
-    with pytest.raises(ImportError, match=r"pip install 'airflow-provider-lance\[azure\]'"):
+    with pytest.raises(ImportError, match=r'pip install "airflow-provider-lance\[azure\]"'):
         DirectoryNamespace(root="az://container/x", **{"storage.account_name": "a", "storage.account_key": "a2V5"})
