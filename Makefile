@@ -4,7 +4,7 @@ VENV := .venv
 export UV_COMPILE_BYTECODE := 1
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: venv test test-fast test-install demo bench lint clean node-clients
+.PHONY: venv test test-fast test-e2e test-install demo bench lint clean node-clients
 
 $(VENV)/.installed: pyproject.toml uv.lock
 	$(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -14,7 +14,12 @@ $(VENV)/.installed: pyproject.toml uv.lock
 venv: $(VENV)/.installed
 
 test: venv node-clients
-	$(VENV)/bin/pytest -n 2 -m "not install"  # both cores: most tests wait on servers, Spark and Airflow processes
+	$(VENV)/bin/pytest -n 2 -m "not install and not e2e"  # both cores: most tests wait on servers and processes
+
+# Whole pipelines (the example DAGs through Airflow and spark-submit) and the fault workloads: CI runs them after
+# make test (.ci/run); tests/conftest.py's TIER_PATHS says which.
+test-e2e: venv node-clients
+	$(VENV)/bin/pytest -n 2 -m e2e
 
 # What users install: the built wheel (not this checkout) in a clean venv per documented user path, each used
 # for real (tests/packaging/test_install.py). The venvs are cached in ~/.cache/airflow-provider-lance while the

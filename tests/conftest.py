@@ -43,9 +43,11 @@ SLOW_MODULES_FIRST = (
 
 
 # Every test has a tier (pyproject's markers): what it needs beyond this process. A test is marked by what starts
-# those things — its module's or its own marks, the fixtures that start them, the folders that hold only such
-# tests — and ``unit`` when it needs none of them (``make test-fast``).
-TIERS = ("s3", "spark", "airflow", "browser", "clients", "slow")
+# those things — its module's or its own marks, the fixtures that start them, the folders and modules that hold
+# only such tests — and ``unit`` when it needs none of them (``make test-fast``). ``e2e`` (``make test-e2e``, which
+# CI runs after ``make test``): whole pipelines through Airflow and spark-submit, and the fault workloads, the
+# ~520 s of worker time that kept ``make test`` over its 10 minutes (``--durations``).
+TIERS = ("s3", "azure", "spark", "airflow", "browser", "clients", "slow", "e2e")
 TIER_FIXTURES = {
     "moto_server": "s3",
     "spark": "spark",
@@ -53,14 +55,23 @@ TIER_FIXTURES = {
     "browser": "browser",
     "node": "clients",
 }
-TIER_FOLDERS = {"tests/s3/": "s3", "tests/spark/": "spark", "tests/clients/": "clients", "tests/packaging/": "slow"}
+TIER_PATHS = {
+    "tests/s3/": "s3",
+    "tests/spark/": "spark",
+    "tests/clients/": "clients",
+    "tests/packaging/": "slow",
+    "tests/example_dags/": "e2e",
+    "tests/spark/test_job_submit.py": "e2e",
+    "tests/s3/test_s3_faults.py": "e2e",
+    "tests/s3/test_s3_operator_faults.py": "e2e",
+}
 
 
 def tiers_of(item: pytest.Item) -> set[str]:
     """The tiers ``item`` belongs to (empty: a unit test)."""
     found = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
     found.update(tier for name, tier in TIER_FIXTURES.items() if name in getattr(item, "fixturenames", ()))
-    found.update(tier for folder, tier in TIER_FOLDERS.items() if item.nodeid.startswith(folder))
+    found.update(tier for path, tier in TIER_PATHS.items() if item.nodeid.startswith(path))
     return found
 
 

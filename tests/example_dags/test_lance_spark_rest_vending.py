@@ -27,7 +27,7 @@ import pytest
 from airflow_provider_lance.hooks.connection import namespace_config
 from airflow_provider_lance.rest import ServerSettings
 from scripts.demo import demo_environment
-from tests.example_dags.test_lance_spark_batch_commit import EXPECTED, ROWS, airflow
+from tests.example_dags.test_lance_spark_batch_commit import airflow
 from tests.example_dags.test_lance_spark_s3 import all_logs
 from tests.expiring_s3 import ExpiringS3
 from tests.rest.servers import serve_namespace
@@ -40,6 +40,10 @@ pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 DAG_ID = "lance_spark_batch_commit"
 TOKEN = "dag-token-7d2e41"
 LIFETIME = timedelta(seconds=2)
+#: Rows per run: enough that the executors' writes outlast the first credential on a quiet machine too (with 40
+#: rows the driver staged 1.7 s after the first vend, before that credential expired, and proved nothing).
+ROWS = 100_000
+EXPECTED = {"demo.users": ROWS, "demo.events": ROWS * 10, "demo.scores": ROWS // 2}
 
 
 @pytest.fixture
