@@ -51,7 +51,9 @@ def _spec_operations() -> dict[str, tuple[str, str, dict[str, Any]]]:
     }
 
 
-@pytest.mark.parametrize("route", [r for r in ROUTES if r.operation_id in _spec_operations()], ids=lambda route: route.operation)
+@pytest.mark.parametrize(
+    "route", [r for r in ROUTES if r.operation_id in _spec_operations()], ids=lambda route: route.operation
+)
 def test_route_statuses_are_the_specs(route: Any) -> None:
     """Each route's path, success status and error statuses are those the document gives its operation."""
     method, path, responses = _spec_operations()[route.operation_id]

@@ -282,6 +282,7 @@ def test_check_lists_token_principals_and_labels_escape_subjects(
     assert Principal("p", (), subject="sa\nforged ok").label == "p[sa\\nforged ok]"
 
 
+@pytest.mark.slow  # lance-namespace-server with two worker processes
 def test_sighup_reaches_token_principals_in_every_worker(root: Path, issuer: TokenIssuer, tmp_path: Path) -> None:
     """``lance-namespace-server`` with two workers: each fetches the issuer's keys itself, SIGHUP moves a service
     account's access in every worker, and no token reaches the server's output."""

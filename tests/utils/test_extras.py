@@ -23,6 +23,8 @@ from packaging.utils import canonicalize_name
 import airflow_provider_lance
 from airflow_provider_lance.utils.extras import EXTRAS, missing_extra
 
+pytestmark = pytest.mark.slow  # each test starts a fresh interpreter
+
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
