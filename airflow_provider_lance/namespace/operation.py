@@ -17,15 +17,14 @@ import pydantic
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
 from airflow_provider_lance.namespace.storage import is_denied_error, is_transient_error, root_problem
-from airflow_provider_lance.namespace.versions import MAIN_BRANCH
+from airflow_provider_lance.namespace.versions import is_main
 
 # Operations for which the reference's Python API takes a dict and answers a dict (measured: pylance 14's
 # ``lance.namespace.DirectoryNamespace``); ours answers a dict request with a dict there too.
 _DICT_ANSWERS = frozenset({"create_table_version", "describe_table_version", "batch_delete_table_versions"})
 _Request = TypeVar("_Request", bound=pydantic.BaseModel)
-# The request fields naming a branch, and the values that name the main line
+# The request fields naming a branch
 _BRANCH_FIELDS = frozenset({"branch", "from_branch"})
-_MAIN_LINE = frozenset({"", MAIN_BRANCH})
 _Response = TypeVar("_Response")
 
 
@@ -56,7 +55,7 @@ def _on_main_line(request: _Request) -> _Request:
     and in the requests it holds (BatchCreateTableVersions' entries, BatchCommitTables' operations)."""
     for name in type(request).model_fields:
         value = getattr(request, name)
-        if name in _BRANCH_FIELDS and value in _MAIN_LINE:
+        if name in _BRANCH_FIELDS and value is not None and is_main(value):
             setattr(request, name, None)
         elif isinstance(value, pydantic.BaseModel):
             _on_main_line(value)

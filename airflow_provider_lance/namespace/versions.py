@@ -79,7 +79,7 @@ def branch_line(catalog: Catalog, table: Table, branch: str | None) -> tuple[Tab
     """:func:`locate_line` for a table already located. A branch exists when pylance's reference to it
     (``_refs/branches/<name>.json``) does or, while pylance creates it (it commits the branch's first version
     before writing the reference), its ``_versions/`` holds a file; else TableBranchNotFound."""
-    if branch is None or is_main(branch):
+    if is_main(branch):
         return table, catalog.managed()
     ids.validate_identifier([branch], "branch")
     line = Table(table.parts, f"{table.location}/tree/{branch}")

@@ -102,7 +102,7 @@ def read_dataset(
     catalog: Catalog, table: Table, version: int | None = None, branch: str | None = None
 ) -> lance.LanceDataset:
     """The dataset a read request names: the main line, or ``branch`` (its latest, or ``version`` of it)."""
-    if branch is None or versions.is_main(branch):
+    if versions.is_main(branch):
         return table_dataset(catalog, table, version)
     dataset = table_dataset(catalog, table)
     check_branch(dataset, table, branch)
@@ -118,7 +118,7 @@ def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> 
     table_dataset(catalog, table)  # TableNotFound for a table that is only declared
     with pylance_errors("open"):
         dataset = lance.dataset(namespace_client=catalog.facade, table_id=table.parts)
-    if branch is None or versions.is_main(branch):
+    if versions.is_main(branch):
         return dataset
     check_branch(dataset, table, branch)
     with pylance_errors(f"checkout of branch '{branch}'"):
