@@ -5,8 +5,9 @@ what each implementation does its own way (measured with pylance 14.0.2 and lanc
 
 * **Request form.** pylance's ``DirectoryNamespace`` and ``RestNamespace`` declare ``request: dict`` for
   ``create_table_version``, ``describe_table_version`` and ``batch_delete_table_versions`` and fail on a model
-  (``TypeError: … not an instance of 'Mapping'``); every other operation of every implementation takes the
-  model. The method's own annotation decides.
+  (``TypeError: … not an instance of 'Mapping'``) and answer with a dict; every other operation of every
+  implementation takes and answers the model. The method's own annotation decides the request's form; a dict
+  answer becomes the operation's response model.
 * **Operations an implementation lacks** (its class keeps the base class's "Not supported", or it raises
   ``NotImplementedError`` as pylance's Rust bindings do) raise :class:`OperationNotImplemented`, an
   ``UnsupportedOperationError`` that names the catalog and says what would serve.
@@ -268,7 +269,10 @@ class NamespaceCalls:
                 self._dict_requests[operation] = wants_mapping(method)
             if self._dict_requests[operation] and hasattr(request, "model_dump"):
                 request = request.model_dump(exclude_none=True)
-            return method(request, *data)
+            response = method(request, *data)
+            if isinstance(response, dict):  # the operations that take a dict answer with one
+                return response_model(operation).model_validate(response)
+            return response
         except NotImplementedError:
             raise self.not_implemented(operation) from None
         except LanceNamespaceError:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from airflow_provider_lance.hooks.calls import response_field
 from airflow_provider_lance.hooks.data import TableId
 from airflow_provider_lance.utils.identifiers import parse_identifier
 
@@ -45,7 +44,7 @@ class LanceTableAdminMixin:
         import lance_namespace as ln
 
         response = self._call("list_table_indices", ln.ListTableIndicesRequest(id=parse_identifier(table_id)))
-        return list(response_field(response, "indexes") or [])
+        return list(response.indexes or [])
 
     def drop_table_index(self, table_id: TableId, index_name: str) -> Any:
         """
@@ -96,8 +95,8 @@ class LanceTableAdminMixin:
         import lance_namespace as ln
 
         response = self._call("list_table_tags", ln.ListTableTagsRequest(id=parse_identifier(table_id)))
-        tags = response_field(response, "tags") or {}
-        return {name: int(response_field(content, "version")) for name, content in tags.items()}
+        tags = response.tags or {}
+        return {name: int(content.version) for name, content in tags.items()}
 
     def get_table_tag_version(self, table_id: TableId, tag: str) -> int:
         """
@@ -109,7 +108,7 @@ class LanceTableAdminMixin:
         import lance_namespace as ln
 
         request = ln.GetTableTagVersionRequest(id=parse_identifier(table_id), tag=tag)
-        return int(response_field(self._call("get_table_tag_version", request), "version"))
+        return int(self._call("get_table_tag_version", request).version)
 
     def delete_table_tag(self, table_id: TableId, tag: str) -> Any:
         """
@@ -144,7 +143,7 @@ class LanceTableAdminMixin:
         import lance_namespace as ln
 
         response = self._call("list_table_branches", ln.ListTableBranchesRequest(id=parse_identifier(table_id)))
-        return sorted(response_field(response, "branches") or {})
+        return sorted(response.branches or {})
 
     def delete_table_branch(self, table_id: TableId, name: str) -> Any:
         """

@@ -8,7 +8,6 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowException
 
-from airflow_provider_lance.hooks.calls import response_field
 from airflow_provider_lance.implementations import property_prefix
 from airflow_provider_lance.namespace.identifiers import parse_bool
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
@@ -36,7 +35,7 @@ class LanceCatalogMixin:
         :param table_id: An existing table.
         """
         described = self.describe_table(table_id, load_detailed_metadata=False)
-        return bool(response_field(described, "managed_versioning"))
+        return bool(described.managed_versioning)
 
     def catalog_mode(self) -> dict[str, Any]:
         """

@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_lance.hooks.calls import response_field
 from airflow_provider_lance.utils.identifiers import parse_identifier
 
 if TYPE_CHECKING:
@@ -164,7 +163,7 @@ class LanceTableDataMixin:
 
         request = ln.CountTableRowsRequest(id=parse_identifier(table_id), predicate=predicate, version=version)
         response = self._call("count_table_rows", request)
-        return int(response if isinstance(response, int) else response_field(response, "count"))
+        return int(response if isinstance(response, int) else response.count)
 
     def count_staged_rows(self, entry: Any, predicate: str | None = None) -> int:
         """
@@ -209,7 +208,7 @@ class LanceTableDataMixin:
             vector={},
         )
         response = self._call("query_table", request)
-        body = response if isinstance(response, bytes) else response_field(response, "data")
+        body = response if isinstance(response, bytes) else response.data
         return pa.ipc.open_file(pa.BufferReader(body)).read_all()
 
     # ------------------------------------------------------------------ maintenance (pylance)

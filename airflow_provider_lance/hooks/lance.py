@@ -12,7 +12,6 @@ from airflow.providers.common.compat.sdk import AirflowException, BaseHook
 
 from airflow_provider_lance.get_provider_info import CONN_FIELDS, UI_FIELD_BEHAVIOUR
 from airflow_provider_lance.hooks.admin import LanceTableAdminMixin
-from airflow_provider_lance.hooks.calls import as_model, response_field
 from airflow_provider_lance.hooks.catalog import LanceCatalogMixin
 from airflow_provider_lance.hooks.connection import ENGINE_IMPL, namespace_config
 from airflow_provider_lance.hooks.data import LanceTableDataMixin
@@ -178,7 +177,7 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         :param request: The first page's request.
         """
         call = functools.partial(self._call, operation)
-        return [item for response in pages(call, request) for item in response_field(response, field) or []]
+        return [item for response in pages(call, request) for item in getattr(response, field) or []]
 
     # ------------------------------------------------------------------ namespaces
 
@@ -198,7 +197,7 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         import lance_namespace as ln
 
         request = ln.CreateNamespaceRequest(id=parse_identifier(namespace_id), properties=properties, mode=mode)
-        return as_model(self._call("create_namespace", request), ln.CreateNamespaceResponse)
+        return self._call("create_namespace", request)
 
     def drop_namespace(
         self, namespace_id: str | Sequence[str], mode: str | None = None, behavior: str | None = None
@@ -213,14 +212,14 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         import lance_namespace as ln
 
         request = ln.DropNamespaceRequest(id=parse_identifier(namespace_id), mode=mode, behavior=behavior)
-        return as_model(self._call("drop_namespace", request), ln.DropNamespaceResponse)
+        return self._call("drop_namespace", request)
 
     def describe_namespace(self, namespace_id: str | Sequence[str]) -> Any:
         """Describe a namespace; raises ``NamespaceNotFoundError`` when missing."""
         import lance_namespace as ln
 
         request = ln.DescribeNamespaceRequest(id=parse_identifier(namespace_id))
-        return as_model(self._call("describe_namespace", request), ln.DescribeNamespaceResponse)
+        return self._call("describe_namespace", request)
 
     def list_namespaces(self, namespace_id: str | Sequence[str] | None = None, limit: int | None = None) -> list[str]:
         """
@@ -266,7 +265,7 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         import lance_namespace as ln
 
         request = ln.DeclareTableRequest(id=parse_identifier(table_id), location=location, properties=properties)
-        return as_model(self._call("declare_table", request), ln.DeclareTableResponse)
+        return self._call("declare_table", request)
 
     def register_table(
         self,
@@ -288,21 +287,21 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         request = ln.RegisterTableRequest(
             id=parse_identifier(table_id), location=location, mode=mode, properties=properties
         )
-        return as_model(self._call("register_table", request), ln.RegisterTableResponse)
+        return self._call("register_table", request)
 
     def deregister_table(self, table_id: str | Sequence[str]) -> Any:
         """Remove a table from the namespace without deleting its data."""
         import lance_namespace as ln
 
         request = ln.DeregisterTableRequest(id=parse_identifier(table_id))
-        return as_model(self._call("deregister_table", request), ln.DeregisterTableResponse)
+        return self._call("deregister_table", request)
 
     def drop_table(self, table_id: str | Sequence[str]) -> Any:
         """Drop a table and delete its data."""
         import lance_namespace as ln
 
         request = ln.DropTableRequest(id=parse_identifier(table_id))
-        return as_model(self._call("drop_table", request), ln.DropTableResponse)
+        return self._call("drop_table", request)
 
     def describe_table(
         self, table_id: str | Sequence[str], version: int | None = None, load_detailed_metadata: bool | None = None
@@ -320,7 +319,7 @@ class LanceHook(LanceTableVersionsMixin, LanceTableDataMixin, LanceTableAdminMix
         request = ln.DescribeTableRequest(
             id=parse_identifier(table_id), version=version, load_detailed_metadata=load_detailed_metadata
         )
-        return as_model(self._call("describe_table", request), ln.DescribeTableResponse)
+        return self._call("describe_table", request)
 
     def table_exists(self, table_id: str | Sequence[str]) -> bool:
         """Return whether a table exists (missing table or parent namespace: ``False``)."""

@@ -6,7 +6,6 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from airflow_provider_lance.hooks.calls import as_model, response_field
 from airflow_provider_lance.utils.identifiers import parse_identifier
 
 
@@ -49,7 +48,7 @@ class LanceTableVersionsMixin:
             naming_scheme=naming_scheme,
             metadata=metadata,
         )
-        return as_model(self._call("create_table_version", request), ln.CreateTableVersionResponse)
+        return self._call("create_table_version", request)
 
     @staticmethod
     def to_version_entry(entry: Any) -> Any:
@@ -79,7 +78,7 @@ class LanceTableVersionsMixin:
         import lance_namespace as ln
 
         request = ln.BatchCreateTableVersionsRequest(entries=[self.to_version_entry(e) for e in entries])
-        return as_model(self._call("batch_create_table_versions", request), ln.BatchCreateTableVersionsResponse)
+        return self._call("batch_create_table_versions", request)
 
     def list_table_versions(self, table_id: str | Sequence[str], descending: bool | None = None) -> list[Any]:
         """
@@ -91,12 +90,9 @@ class LanceTableVersionsMixin:
         import lance_namespace as ln
 
         ident = parse_identifier(table_id)
-        versions = self._all_pages(
-            "list_table_versions",
-            "versions",
-            ln.ListTableVersionsRequest(id=ident, descending=descending),
+        return self._all_pages(
+            "list_table_versions", "versions", ln.ListTableVersionsRequest(id=ident, descending=descending)
         )
-        return [as_model(v, ln.TableVersion) for v in versions]
 
     def describe_table_version(self, table_id: str | Sequence[str], version: int | None = None) -> Any:
         """
@@ -107,8 +103,7 @@ class LanceTableVersionsMixin:
         import lance_namespace as ln
 
         request = ln.DescribeTableVersionRequest(id=parse_identifier(table_id), version=version)
-        response = as_model(self._call("describe_table_version", request), ln.DescribeTableVersionResponse)
-        return as_model(response_field(response, "version"), ln.TableVersion)
+        return self._call("describe_table_version", request).version
 
     def get_latest_version(self, table_id: str | Sequence[str]) -> int | None:
         """Return the latest version number of a table, or None when it has no version yet."""
@@ -118,7 +113,7 @@ class LanceTableVersionsMixin:
             described = self.describe_table_version(table_id)
         except ln.TableVersionNotFoundError:
             return None
-        return None if described is None else int(response_field(described, "version"))
+        return None if described is None else int(described.version)
 
     def batch_delete_table_versions(
         self, table_id: str | Sequence[str], ranges: Iterable[Any], ignore_missing: bool = False
@@ -169,11 +164,8 @@ class LanceTableVersionsMixin:
         if in_one_call is not None:
             responses = in_one_call(requests)
         else:
-            responses = [
-                as_model(self._call("batch_delete_table_versions", request), ln.BatchDeleteTableVersionsResponse)
-                for request in requests
-            ]
-        return [int(response_field(response, "deleted_count") or 0) for response in responses]
+            responses = [self._call("batch_delete_table_versions", request) for request in requests]
+        return [int(response.deleted_count or 0) for response in responses]
 
     def check_table_version(
         self,
@@ -197,7 +189,7 @@ class LanceTableVersionsMixin:
         try:
             if version is not None:
                 described = self.describe_table_version(table_id, int(version))
-                return True, int(response_field(described, "version"))
+                return True, int(described.version)
             latest = self.get_latest_version(table_id)
         except not_yet:
             return False, None

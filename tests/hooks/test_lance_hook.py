@@ -9,6 +9,7 @@ import lance_namespace as ln
 import pytest
 
 from airflow_provider_lance.hooks.lance import DEFAULT_IMPL, LanceHook
+from airflow_provider_lance.implementations import response_model
 from tests.airflow_helpers import stage_append, write_table
 
 
@@ -188,7 +189,7 @@ class TestOperations:
                 items = [{"version": i, "manifest_path": f"m{i}"} for i in page["items"]]
             else:
                 items = [f"x{i}" for i in page["items"]]
-            return {field: items, "page_token": page["page_token"]}
+            return response_model(operation).model_validate({field: items, "page_token": page["page_token"]})
 
         monkeypatch.setattr(hook, "_call", fake_call)
         assert hook.list_namespaces() == ["x1", "x2", "x3"]

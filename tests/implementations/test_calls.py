@@ -6,10 +6,12 @@ from typing import Any
 
 import lance.namespace
 import lance_namespace as ln
+import pyarrow as pa
 import pytest
 
-from airflow_provider_lance.implementations import wants_mapping
+from airflow_provider_lance.implementations import connect, wants_mapping
 from airflow_provider_lance.namespace import DirectoryNamespace
+from airflow_provider_lance.page.catalog import CatalogReader
 
 
 def test_reference_declares_dict_requests_for_version_calls(tmp_path):
@@ -18,6 +20,28 @@ def test_reference_declares_dict_requests_for_version_calls(tmp_path):
         assert wants_mapping(getattr(reference, operation))
     assert not wants_mapping(reference.describe_table)
     assert not wants_mapping(reference.list_table_versions)
+
+
+def test_the_references_dict_answers_come_back_as_models(tmp_path):
+    """pylance answers the three version calls with dicts; callers of any implementation (the hook, the page)
+    read the protocol's response models."""
+    reference = connect("dir", {"root": str(tmp_path), "manifest_enabled": "true"})
+    lance.write_dataset(pa.table({"a": [1, 2]}), str(tmp_path / "t.lance"))
+    lance.write_dataset(pa.table({"a": [3]}), str(tmp_path / "t.lance"), mode="append")
+    described = reference.describe_table_version(ln.DescribeTableVersionRequest(id=["t"], version=1))
+    assert isinstance(described, ln.DescribeTableVersionResponse)
+    assert described.version.version == 1
+    deleted = reference.batch_delete_table_versions(
+        ln.BatchDeleteTableVersionsRequest(id=["t"], ranges=[{"start_version": 1, "end_version": 2}])
+    )
+    assert isinstance(deleted, ln.BatchDeleteTableVersionsResponse)
+
+
+def test_the_page_reads_a_version_of_the_reference(tmp_path):
+    reference = connect("dir", {"root": str(tmp_path), "manifest_enabled": "true"})
+    lance.write_dataset(pa.table({"a": [1, 2]}), str(tmp_path / "t.lance"))
+    row = CatalogReader(reference).version(["t"], 1)
+    assert (row.version, row.rows) == (1, 2)
 
 
 def test_engine_takes_models(tmp_path):
