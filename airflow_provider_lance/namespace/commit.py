@@ -26,6 +26,7 @@ from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, Manife
 from airflow_provider_lance.namespace.storage import is_transient_error
 from airflow_provider_lance.namespace.versions import (
     commit_names,
+    defer_repoint,
     file_version,
     finalize,
     is_main,
@@ -33,7 +34,6 @@ from airflow_provider_lance.namespace.versions import (
     locate_line,
     manifests_differ,
     naming_scheme,
-    repoint,
     table_version_from,
     version_files,
     version_line,
@@ -225,26 +225,23 @@ def version_conflict(error: DuplicateObjectError) -> ln.ConcurrentModificationEr
 
 
 def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[ln.TableVersion]:
-    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name, then repoint
-    every row in one commit. The versions are committed whatever happens here, so a store that stops
-    answering does not fail the operation (its caller would believe nothing was committed): a version whose
-    copy failed keeps pointing at its staged manifest, which the next engine call touching the table finishes."""
+    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name and answer; the
+    repoint of the rows (4) rides on the next ``__manifest`` insert of this instance (``versions.defer_repoint``:
+    a row pointing at a staged manifest whose copy is there is a committed version to every reader). The
+    versions are committed whatever happens here, so a store that stops answering does not fail the operation
+    (its caller would believe nothing was committed): a version whose copy failed keeps pointing at its staged
+    manifest, which the next engine call touching the table finishes."""
     pairs = list(zip(entries, rows, strict=True))
     finalized_metadata = map_concurrently(
         lambda pair: _finalize_committed(catalog, *pair), pairs, catalog.storage.is_remote
     )
-    finalized = [
-        ManifestRow(row.object_id, TABLE_VERSION, None, metadata)
-        for row, metadata in zip(rows, finalized_metadata, strict=True)
+    copied = [
+        (entry.staged_key, ManifestRow(row.object_id, TABLE_VERSION, None, metadata))
+        for entry, row, metadata in zip(entries, rows, finalized_metadata, strict=True)
         if metadata is not row.metadata
     ]
-    if finalized:
-        try:
-            repoint(catalog, finalized)
-        except Exception as error:
-            if not is_transient_error(error):
-                raise
-            log.warning("Committed versions left pointing at their copied manifests (finished later): %s", error)
+    if copied:
+        defer_repoint(catalog, [row for _, row in copied], [staged for staged, _ in copied])
     return [table_version_from(entry.version, meta) for entry, meta in zip(entries, finalized_metadata, strict=True)]
 
 
