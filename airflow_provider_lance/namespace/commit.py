@@ -34,6 +34,7 @@ from airflow_provider_lance.namespace.versions import (
     locate_line,
     manifests_differ,
     naming_scheme,
+    repoint,
     table_version_from,
     version_files,
     version_line,
@@ -225,9 +226,10 @@ def version_conflict(error: DuplicateObjectError) -> ln.ConcurrentModificationEr
 
 
 def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[ln.TableVersion]:
-    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name and answer; the
-    repoint of the rows (4) rides on the next ``__manifest`` insert of this instance (``versions.defer_repoint``:
-    a row pointing at a staged manifest whose copy is there is a committed version to every reader). The
+    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name, then repoint the
+    rows in one commit; the repoint of a single version rides on the next ``__manifest`` insert of this
+    instance instead (``versions.defer_repoint``: a row pointing at a staged manifest whose copy is there is a
+    committed version to every reader), so that a version costs one ``__manifest`` commit, not two. The
     versions are committed whatever happens here, so a store that stops answering does not fail the operation
     (its caller would believe nothing was committed): a version whose copy failed keeps pointing at its staged
     manifest, which the next engine call touching the table finishes."""
@@ -240,8 +242,15 @@ def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[Ma
         for entry, row, metadata in zip(entries, rows, finalized_metadata, strict=True)
         if metadata is not row.metadata
     ]
-    if copied:
-        defer_repoint(catalog, [row for _, row in copied], [staged for staged, _ in copied])
+    if len(copied) == 1:  # one version: its repoint would double the cost of its commit
+        defer_repoint(catalog, [copied[0][1]], [copied[0][0]])
+    elif copied:  # a batch: one repoint of all its rows, its cost shared by its entries
+        try:
+            repoint(catalog, [row for _, row in copied])
+        except Exception as error:
+            if not is_transient_error(error):
+                raise
+            log.warning("Committed versions left pointing at their copied manifests (finished later): %s", error)
     return [table_version_from(entry.version, meta) for entry, meta in zip(entries, finalized_metadata, strict=True)]
 
 

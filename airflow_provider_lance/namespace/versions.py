@@ -378,10 +378,16 @@ def finish(catalog: Catalog, table: Table, version: int, row: ManifestRow) -> di
             return copied
         meta = finalize(catalog, staged_key, final_key, meta)
         try:
-            catalog.manifest.repoint([ManifestRow(row.object_id, TABLE_VERSION, None, meta)])
+            repoint(catalog, [ManifestRow(row.object_id, TABLE_VERSION, None, meta)])
         except Exception as error:  # the copy is there: the version is committed, the repoint can wait
             log.warning("Version %s finished; its row is repointed later: %s", row.object_id, error)
     return meta
+
+
+def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
+    """Step (4): the rows of committed versions, copied to their final names, repointed at them in one
+    ``__manifest`` commit (``ManifestTable.repoint``)."""
+    catalog.manifest.repoint(rows)
 
 
 def defer_repoint(catalog: Catalog, rows: list[ManifestRow], staged_keys: list[str]) -> None:

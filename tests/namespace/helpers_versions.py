@@ -210,8 +210,8 @@ def install_crash(point: str) -> None:
     * ``after_row_insert``: right after the ``table_version`` rows were merge-inserted (the commit point);
     * ``after_copy``: right after the first staged manifest was copied to its final name (before the staged
       file is deleted, so the other tables of a batch are still only staged);
-    * ``before_repoint``: after every copy, before the repoint of the rows is deferred (the process never
-      repoints them: another reader must).
+    * ``before_repoint``: after every copy, before the rows are repointed at the final manifests (a batch) or
+      their repoint is deferred to the next insert (one version): the process never repoints them.
     """
     from airflow_provider_lance.namespace.manifest import ManifestTable
     from airflow_provider_lance.namespace.storage import Storage
@@ -237,10 +237,11 @@ def install_crash(point: str) -> None:
     elif point == "before_repoint":
         from airflow_provider_lance.namespace import commit
 
-        def die(catalog: object, new_rows: list, staged_keys: list) -> None:
+        def die(*args: object) -> None:
             _exit()
 
-        commit.defer_repoint = die  # type: ignore[assignment]  # the committer's step (4), deferred
+        commit.repoint = die  # type: ignore[assignment]  # the committer's step (4) (a batch)
+        commit.defer_repoint = die  # type: ignore[assignment]  # or its deferral (one version)
     else:
         raise ValueError(point)
 
