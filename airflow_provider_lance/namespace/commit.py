@@ -122,7 +122,8 @@ def _create(
     rows = version_rows_to_insert(catalog, entries, listings)
     mark_table_versions(catalog)
     try:
-        catalog.manifest.insert(rows)  # (2) the commit point
+        # (2) the commit point; a single version's carries the repoints deferred by earlier ones (step 4)
+        catalog.manifest.insert(rows, deferred=len(rows) == 1)
     except DuplicateObjectError as error:
         raise version_conflict(error) from None
     return finish_versions(catalog, entries, rows)
@@ -238,12 +239,12 @@ def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[Ma
         lambda pair: _finalize_committed(catalog, *pair), pairs, catalog.storage.is_remote
     )
     copied = [
-        (entry.staged_key, ManifestRow(row.object_id, TABLE_VERSION, None, metadata))
-        for entry, row, metadata in zip(entries, rows, finalized_metadata, strict=True)
+        (row, ManifestRow(row.object_id, TABLE_VERSION, None, metadata))
+        for row, metadata in zip(rows, finalized_metadata, strict=True)
         if metadata is not row.metadata
     ]
-    if len(copied) == 1:  # one version: its repoint would double the cost of its commit
-        defer_repoint(catalog, [copied[0][1]], [copied[0][0]])
+    if len(rows) == 1 and copied:  # one version: its repoint would double the cost of its commit
+        defer_repoint(catalog, [copied[0][0]], [copied[0][1]])
     elif copied:  # a batch: one repoint of all its rows, its cost shared by its entries
         try:
             repoint(catalog, [row for _, row in copied])

@@ -65,7 +65,7 @@ class ManifestTable:
         self._last_published: Snapshot | None = None  # by a commit of this instance
         # committed ``table_version`` rows whose manifests were copied to their final names, not yet repointed
         # (seed 003 step 4, folded into the next insert of this instance: :meth:`defer_repoint`)
-        self._repoints: dict[str, ManifestRow] = {}
+        self._repoints: dict[str, tuple[dict[str, Any] | None, ManifestRow]] = {}  # id -> (staged meta, final row)
         self._repoints_lock = threading.Lock()
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
         # a commit are stored once the turn is released
@@ -168,7 +168,7 @@ class ManifestTable:
         return [ManifestRow.from_arrow(row) for row in self.index().descendants(prefix, object_type).to_pylist()]
 
     # -- writes -----------------------------------------------------------------------------------------
-    def insert(self, rows: list[ManifestRow], replacing: str | None = None) -> None:
+    def insert(self, rows: list[ManifestRow], replacing: str | None = None, deferred: bool = False) -> None:
         """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists. A plain insert
         joins the group commit of this instance (group_commit.py); ``replacing``, a filter of rows deleted in
         the same commit (a rename, BatchCommitTables), makes it a merge-insert committed on its own."""
@@ -179,9 +179,9 @@ class ManifestTable:
             raise DuplicateObjectError(duplicate)
         if replacing is None:
             with self._repoints_lock:
-                deferred = list(self._repoints.values())
-            if deferred:  # the deferred repoints ride on this commit (one commit, not two)
-                self.repoint(deferred, inserting=data)
+                riders = [row for _, row in self._repoints.values()] if deferred else []
+            if riders:  # the deferred repoints ride on this commit (one commit, not two)
+                self.repoint(riders, inserting=data)
                 return
             self._submit(Request(INSERT, rows=data))
             return
@@ -239,20 +239,27 @@ class ManifestTable:
 
         self.commit(write, lambda index: index.replaced(data))
 
-    def defer_repoint(self, rows: list[ManifestRow]) -> None:
-        """Seed 003 step (4) of committed versions whose manifests are at their final names: their rows are
-        replaced by ``rows`` in the next insert of this instance (:meth:`insert`), or by :meth:`flush_repoints`.
-        Until then the rows point at their staged manifests, which every reader treats as committed
-        (``versions.finish``): this process knows the copies, another process finds them."""
+    def defer_repoint(self, staged: list[ManifestRow], rows: list[ManifestRow]) -> None:
+        """Seed 003 step (4) of committed versions whose manifests are at their final names: their rows (as
+        committed: ``staged``) are replaced by ``rows`` in the next insert that takes them (:meth:`insert`), or by
+        :meth:`flush_repoints`. Until then they point at their staged manifests, which every reader treats as
+        committed (``versions.finish``): this instance answers :meth:`copied`, another one finds the copies."""
         with self._repoints_lock:
-            self._repoints.update((row.object_id, row) for row in rows)
+            self._repoints.update((row.object_id, (old.metadata, row)) for old, row in zip(staged, rows, strict=True))
+
+    def copied(self, row: ManifestRow) -> dict[str, Any] | None:
+        """The final metadata of a committed row whose repoint this instance deferred (the same row: the same
+        staged metadata, commit time included), None for any other."""
+        with self._repoints_lock:
+            entry = self._repoints.get(row.object_id)
+        return entry[1].metadata if entry is not None and entry[0] == row.metadata else None
 
     def flush_repoints(self) -> None:
         """Make the deferred repoints of this instance now, in one commit (on demand: the maintenance hook)."""
         with self._repoints_lock:
-            deferred = list(self._repoints.values())
-        if deferred:
-            self.repoint(deferred)
+            riders = [row for _, row in self._repoints.values()]
+        if riders:
+            self.repoint(riders)
 
     def repoint(self, rows: list[ManifestRow], inserting: pa.Table | None = None) -> None:
         """Replace ``table_version`` rows by ``rows`` (pointing at their final manifests) and insert the rows
@@ -310,7 +317,7 @@ class ManifestTable:
             pass
         with self._repoints_lock:  # done (or no longer needed); a row deferred again meanwhile stays
             for row in rows:
-                if self._repoints.get(row.object_id) is row:
+                if self._repoints.get(row.object_id, (None, None))[1] is row:
                     del self._repoints[row.object_id]
 
     def delete(self, selection: RowSelection) -> int:

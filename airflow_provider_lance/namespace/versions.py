@@ -356,12 +356,6 @@ def latest_number(catalog: Catalog, table: Table, names: Collection[str], line: 
 
 
 # -- seed 003 "External Store Reader": finish a commit that stopped after the row ----------------------------
-# The final metadata of the versions this process copied to their final names whose rows still point at the
-# staged manifests (their repoint deferred: :func:`defer_repoint`), by the staged manifest's URI (a unique name,
-# never reused). A fact, not a guess: the copy is done and a final manifest is never rewritten.
-_COPIED: dict[str, dict[str, Any]] = {}
-
-
 def finish(catalog: Catalog, table: Table, version: int, row: ManifestRow) -> dict[str, Any]:
     """The row's metadata, pointing at the final manifest. A row that still points at a staged manifest is a
     committed version (seed 003: the commit is complete after the row): copied by this process, its final
@@ -373,7 +367,7 @@ def finish(catalog: Catalog, table: Table, version: int, row: ManifestRow) -> di
     if staged_key != final_key:
         if staged_key is None:
             raise InvalidInputError(f"Corrupt table_version row '{row.object_id}': bad manifest_path")
-        copied = _COPIED.get(catalog.storage.uri(staged_key))
+        copied = catalog.manifest.copied(row)
         if copied is not None:
             return copied
         meta = finalize(catalog, staged_key, final_key, meta)
@@ -390,15 +384,11 @@ def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
     catalog.manifest.repoint(rows)
 
 
-def defer_repoint(catalog: Catalog, rows: list[ManifestRow], staged_keys: list[str]) -> None:
-    """Seed 003 step (4) of committed versions copied to their final names (``rows``: their final metadata;
-    ``staged_keys``: their staged manifests), folded into the next ``__manifest`` insert of this instance
-    (``ManifestTable.defer_repoint``); until then this process answers them from what the copies returned."""
-    if len(_COPIED) + len(rows) > 4096:
-        _COPIED.clear()  # at worst a reader of this process finishes a version again (a stat, a repoint)
-    for row, staged_key in zip(rows, staged_keys, strict=True):
-        _COPIED[catalog.storage.uri(staged_key)] = row.metadata or {}
-    catalog.manifest.defer_repoint(rows)
+def defer_repoint(catalog: Catalog, staged: list[ManifestRow], rows: list[ManifestRow]) -> None:
+    """Seed 003 step (4) of committed versions copied to their final names (``staged``: their rows as committed;
+    ``rows``: pointing at the final manifests), folded into the next commit point of this instance
+    (``ManifestTable.defer_repoint``); until then this instance answers them from what the copies returned."""
+    catalog.manifest.defer_repoint(staged, rows)
 
 
 def finish_pending(catalog: Catalog, table: Table) -> None:

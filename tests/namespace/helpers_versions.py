@@ -219,8 +219,8 @@ def install_crash(point: str) -> None:
     if point == "after_row_insert":
         insert = ManifestTable.insert
 
-        def insert_then_die(self: ManifestTable, new_rows: list) -> None:
-            insert(self, new_rows)
+        def insert_then_die(self: ManifestTable, new_rows: list, *args: Any, **kwargs: Any) -> None:
+            insert(self, new_rows, *args, **kwargs)
             if any(row.object_type == TABLE_VERSION for row in new_rows):
                 _exit()
 
