@@ -26,6 +26,7 @@ from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, Manife
 from airflow_provider_lance.namespace.storage import is_transient_error
 from airflow_provider_lance.namespace.versions import (
     commit_names,
+    defer_repoint,
     file_version,
     finalize,
     is_main,
@@ -121,7 +122,8 @@ def _create(
     rows = version_rows_to_insert(catalog, entries, listings)
     mark_table_versions(catalog)
     try:
-        catalog.manifest.insert(rows)  # (2) the commit point
+        # (2) the commit point; a single version's carries the repoints deferred by earlier ones (step 4)
+        catalog.manifest.insert(rows, deferred=len(rows) == 1)
     except DuplicateObjectError as error:
         raise version_conflict(error) from None
     return finish_versions(catalog, entries, rows)
@@ -225,22 +227,27 @@ def version_conflict(error: DuplicateObjectError) -> ln.ConcurrentModificationEr
 
 
 def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[ln.TableVersion]:
-    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name, then repoint
-    every row in one commit. The versions are committed whatever happens here, so a store that stops
-    answering does not fail the operation (its caller would believe nothing was committed): a version whose
-    copy failed keeps pointing at its staged manifest, which the next engine call touching the table finishes."""
+    """Steps (3) and (4) after the commit point: copy each staged manifest to its final name, then repoint the
+    rows in one commit; the repoint of a single version rides on the next ``__manifest`` insert of this
+    instance instead (``versions.defer_repoint``: a row pointing at a staged manifest whose copy is there is a
+    committed version to every reader), so that a version costs one ``__manifest`` commit, not two. The
+    versions are committed whatever happens here, so a store that stops answering does not fail the operation
+    (its caller would believe nothing was committed): a version whose copy failed keeps pointing at its staged
+    manifest, which the next engine call touching the table finishes."""
     pairs = list(zip(entries, rows, strict=True))
     finalized_metadata = map_concurrently(
         lambda pair: _finalize_committed(catalog, *pair), pairs, catalog.storage.is_remote
     )
-    finalized = [
-        ManifestRow(row.object_id, TABLE_VERSION, None, metadata)
+    copied = [
+        (row, ManifestRow(row.object_id, TABLE_VERSION, None, metadata))
         for row, metadata in zip(rows, finalized_metadata, strict=True)
         if metadata is not row.metadata
     ]
-    if finalized:
+    if len(rows) == 1 and copied:  # one version: its repoint would double the cost of its commit
+        defer_repoint(catalog, [copied[0][0]], [copied[0][1]])
+    elif copied:  # a batch: one repoint of all its rows, its cost shared by its entries
         try:
-            repoint(catalog, finalized)
+            repoint(catalog, [row for _, row in copied])
         except Exception as error:
             if not is_transient_error(error):
                 raise

@@ -19,9 +19,11 @@ from typing import Any, TypeVar
 
 import lance
 import lance_namespace as ln
+import pyarrow as pa
 from lance.commit import CommitConflictError
+from lance.fragment import FragmentMetadata
 
-from airflow_provider_lance.namespace import feature_flags, maintenance
+from airflow_provider_lance.namespace import feature_flags, fragments, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, DuplicateObjectError, commit_group
 from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
@@ -34,7 +36,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage, is_lost_response
-from airflow_provider_lance.namespace.tuning import COMMIT_BACKOFF_SECONDS, MERGE_INSERT_RETRIES
+from airflow_provider_lance.namespace.tuning import COMMIT_BACKOFF_SECONDS, MERGE_INSERT_RETRIES, SMALL_FRAGMENT_ROWS
 from airflow_provider_lance.namespace.writers_turn import Request, WritersTurn
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
@@ -61,6 +63,10 @@ class ManifestTable:
         self._snapshots = snapshots
         self._scope = threading.local()  # per thread: the operation's snapshot
         self._last_published: Snapshot | None = None  # by a commit of this instance
+        # committed ``table_version`` rows whose manifests were copied to their final names, not yet repointed
+        # (seed 003 step 4, folded into the next insert of this instance: :meth:`defer_repoint`)
+        self._repoints: dict[str, tuple[dict[str, Any] | None, ManifestRow]] = {}  # id -> (staged meta, final row)
+        self._repoints_lock = threading.Lock()
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
         # a commit are stored once the turn is released
         machine_key = None if storage.private else storage.catalog_key
@@ -162,7 +168,7 @@ class ManifestTable:
         return [ManifestRow.from_arrow(row) for row in self.index().descendants(prefix, object_type).to_pylist()]
 
     # -- writes -----------------------------------------------------------------------------------------
-    def insert(self, rows: list[ManifestRow], replacing: str | None = None) -> None:
+    def insert(self, rows: list[ManifestRow], replacing: str | None = None, deferred: bool = False) -> None:
         """Insert all rows in one commit; DuplicateObjectError (nothing written) if any id exists. A plain insert
         joins the group commit of this instance (group_commit.py); ``replacing``, a filter of rows deleted in
         the same commit (a rename, BatchCommitTables), makes it a merge-insert committed on its own."""
@@ -172,6 +178,11 @@ class ManifestTable:
         if duplicate is not None:
             raise DuplicateObjectError(duplicate)
         if replacing is None:
+            with self._repoints_lock:
+                riders = [row for _, row in self._repoints.values()] if deferred else []
+            if riders:  # the deferred repoints ride on this commit (one commit, not two)
+                self.repoint(riders, inserting=data)
+                return
             self._submit(Request(INSERT, rows=data))
             return
 
@@ -227,6 +238,87 @@ class ManifestTable:
             return dataset, None
 
         self.commit(write, lambda index: index.replaced(data))
+
+    def defer_repoint(self, staged: list[ManifestRow], rows: list[ManifestRow]) -> None:
+        """Seed 003 step (4) of committed versions whose manifests are at their final names: their rows (as
+        committed: ``staged``) are replaced by ``rows`` in the next insert that takes them (:meth:`insert`), or by
+        :meth:`flush_repoints`. Until then they point at their staged manifests, which every reader treats as
+        committed (``versions.finish``): this instance answers :meth:`copied`, another one finds the copies."""
+        with self._repoints_lock:
+            self._repoints.update((row.object_id, (old.metadata, row)) for old, row in zip(staged, rows, strict=True))
+
+    def copied(self, row: ManifestRow) -> dict[str, Any] | None:
+        """The final metadata of a committed row whose repoint this instance deferred (the same row: the same
+        staged metadata, commit time included), None for any other."""
+        with self._repoints_lock:
+            entry = self._repoints.get(row.object_id)
+        return entry[1].metadata if entry is not None and entry[0] == row.metadata else None
+
+    def flush_repoints(self) -> None:
+        """Make the deferred repoints of this instance now, in one commit (on demand: the maintenance hook)."""
+        with self._repoints_lock:
+            riders = [row for _, row in self._repoints.values()]
+        if riders:
+            self.repoint(riders)
+
+    def repoint(self, rows: list[ManifestRow], inserting: pa.Table | None = None) -> None:
+        """Replace ``table_version`` rows by ``rows`` (pointing at their final manifests) and insert the rows
+        ``inserting`` (DuplicateObjectError, nothing written, when one exists) in one Lance Update
+        (``fragments.fragments_holding``): as cheap as an insert, where pylance's merge-insert joins against
+        every row (4-7 ms against 11-18 ms at 1,000 rows, docs/benchmarks.md "Table version management"). A row
+        deleted or repointed meanwhile is left as it is; without ``inserting``, a row gone goes through the
+        merge-insert upsert. The Update fails on any concurrent guarded append, so the insert stays guarded."""
+        data = rows_table(rows)
+        wanted = data["object_id"].to_pylist()
+        metadata = dict(zip(wanted, data["metadata"].to_pylist(), strict=True))
+        options = self.storage_options or None
+        applied: list[str] = []
+        attempts: list[list[FragmentMetadata]] = []  # the data files each attempt wrote
+
+        def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
+            if attempts and fragments.holds(dataset, attempts[-1]):
+                return dataset, None  # the last attempt landed though it reported a conflict (a lost response)
+            if inserting is not None:
+                present = snapshot.rows_by_id(inserting["object_id"].to_pylist())
+                if present:
+                    raise DuplicateObjectError(next(iter(present)))
+            current = snapshot.rows_by_id(sorted(wanted))
+            applied[:] = [oid for oid in wanted if oid in current and current[oid].get("metadata") != metadata[oid]]
+            if inserting is None and any(oid not in current for oid in wanted):
+                raise _RowsGone
+            plan = fragments.fragments_holding(dataset, set(applied), SMALL_FRAGMENT_ROWS) if applied else None
+            if plan is None or plan[2].schema.names != data.schema.names:
+                if inserting is None:
+                    raise _RowsGone if applied else _AlreadyRepointed
+                applied.clear()
+                plan = [], [], dataset.schema.empty_table()
+            removed, updated, kept = plan
+            new_rows = [kept, data.filter(pa.array([oid in applied for oid in wanted])).cast(kept.schema)]
+            if inserting is not None:
+                new_rows.append(inserting.cast(kept.schema))
+            written = fragments.write_rows(dataset, pa.concat_tables(new_rows), options)
+            attempts.append(written)
+            try:
+                return fragments.commit_update(dataset, removed, updated, written, options), None
+            except BaseException as error:
+                if not is_lost_response(error):  # no version holds them (a lost response's commit may)
+                    fragments.delete_files(self.storage, MANIFEST_DIR, written)
+                raise
+
+        def change(index: RowIndex) -> RowIndex:
+            index = index.replaced(data.filter(pa.array([oid in applied for oid in wanted])))
+            return index.appended(inserting) if inserting is not None else index
+
+        try:
+            self.commit(write, change)
+        except _RowsGone:
+            self.upsert(rows)
+        except _AlreadyRepointed:
+            pass
+        with self._repoints_lock:  # done (or no longer needed); a row deferred again meanwhile stays
+            for row in rows:
+                if self._repoints.get(row.object_id, (None, None))[1] is row:
+                    del self._repoints[row.object_id]
 
     def delete(self, selection: RowSelection) -> int:
         """Delete the selected rows in the group commit of this instance (group_commit.py); returns how many
@@ -298,6 +390,14 @@ class ManifestTable:
                     maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
                 return result
         raise AssertionError("unreachable")
+
+
+class _RowsGone(Exception):
+    """A row to repoint is no longer in ``__manifest`` (see :meth:`ManifestTable.repoint`)."""
+
+
+class _AlreadyRepointed(Exception):
+    """Another thread or process repointed the rows first (see :meth:`ManifestTable.repoint`)."""
 
 
 def _is_commit_conflict(error: BaseException) -> bool:

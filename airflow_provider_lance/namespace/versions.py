@@ -25,8 +25,6 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import lance
-import pyarrow as pa
 from lance_namespace import (
     BatchDeleteTableVersionsRequest,
     BatchDeleteTableVersionsResponse,
@@ -41,7 +39,6 @@ from lance_namespace import (
     TableVersionNotFoundError,
 )
 
-from airflow_provider_lance.namespace import fragments
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.concurrency import map_concurrently
@@ -50,11 +47,9 @@ from airflow_provider_lance.namespace.manifest_rows import (
     TABLE_VERSION,
     ManifestRow,
     VersionLine,
-    rows_table,
 )
-from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import FileInfo
-from airflow_provider_lance.namespace.tuning import NEWER_PROBES, SMALL_FRAGMENT_ROWS, VERIFY_PROBES
+from airflow_provider_lance.namespace.tuning import NEWER_PROBES, VERIFY_PROBES
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -362,58 +357,38 @@ def latest_number(catalog: Catalog, table: Table, names: Collection[str], line: 
 
 # -- seed 003 "External Store Reader": finish a commit that stopped after the row ----------------------------
 def finish(catalog: Catalog, table: Table, version: int, row: ManifestRow) -> dict[str, Any]:
-    """The row's metadata, after finishing its commit (copy to the final name, repoint the row) when it still
-    points at a staged manifest."""
+    """The row's metadata, pointing at the final manifest. A row that still points at a staged manifest is a
+    committed version (seed 003: the commit is complete after the row): copied by this process, its final
+    metadata is known (no request); else its commit is finished (copy to the final name, unless done, and the
+    repoint of the row; a reader that may not write answers all the same once the copy is there)."""
     meta = row.metadata or {}
     final_key = ids.manifest_key(table.location, version, meta.get("naming_scheme", ids.V2))
     staged_key = catalog.storage.key_of(meta.get("manifest_path", ""))
     if staged_key != final_key:
         if staged_key is None:
             raise InvalidInputError(f"Corrupt table_version row '{row.object_id}': bad manifest_path")
+        copied = catalog.manifest.copied(row)
+        if copied is not None:
+            return copied
         meta = finalize(catalog, staged_key, final_key, meta)
-        repoint(catalog, [ManifestRow(row.object_id, TABLE_VERSION, None, meta)])
+        try:
+            repoint(catalog, [ManifestRow(row.object_id, TABLE_VERSION, None, meta)])
+        except Exception as error:  # the copy is there: the version is committed, the repoint can wait
+            log.warning("Version %s finished; its row is repointed later: %s", row.object_id, error)
     return meta
 
 
-class _RowsGone(Exception):
-    """A row to repoint is no longer in ``__manifest`` (see :func:`repoint`)."""
-
-
-class _AlreadyRepointed(Exception):
-    """Another thread or process repointed the rows first (see :func:`repoint`)."""
-
-
 def repoint(catalog: Catalog, rows: list[ManifestRow]) -> None:
-    """Step (4): replace committed ``table_version`` rows by ``rows`` (pointing at their final manifests) in
-    one Lance Update (``fragments.fragments_holding``): as cheap as an insert, where pylance's merge-insert
-    joins against every row (4-7 ms against 11-18 ms at 1,000 rows, docs/benchmarks.md "Table version
-    management"). A row deleted meanwhile goes through the merge-insert upsert."""
-    data = rows_table(rows)
-    wanted = set(data["object_id"].to_pylist())
-    metadata = dict(zip(data["object_id"].to_pylist(), data["metadata"].to_pylist(), strict=True))
-    options = catalog.storage.options or None
+    """Step (4): the rows of committed versions, copied to their final names, repointed at them in one
+    ``__manifest`` commit (``ManifestTable.repoint``)."""
+    catalog.manifest.repoint(rows)
 
-    def write(snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
-        current = snapshot.rows_by_id(sorted(wanted))
-        if all(current.get(oid, {}).get("metadata") == metadata[oid] for oid in wanted):
-            raise _AlreadyRepointed  # readers finishing one pending version at once: one commit, not one each
-        plan = fragments.fragments_holding(dataset, wanted, SMALL_FRAGMENT_ROWS)
-        if plan is None or plan[2].schema.names != data.schema.names:
-            raise _RowsGone
-        removed, updated, kept = plan
-        written = fragments.write_rows(dataset, pa.concat_tables([kept, data.cast(kept.schema)]), options)
-        try:
-            return fragments.commit_update(dataset, removed, updated, written, options), None
-        except BaseException:
-            fragments.delete_files(catalog.storage, ids.MANIFEST_DIR, written)  # no version holds them
-            raise
 
-    try:
-        catalog.manifest.commit(write, lambda index: index.replaced(data))
-    except _RowsGone:
-        catalog.manifest.upsert(rows)
-    except _AlreadyRepointed:
-        pass
+def defer_repoint(catalog: Catalog, staged: list[ManifestRow], rows: list[ManifestRow]) -> None:
+    """Seed 003 step (4) of committed versions copied to their final names (``staged``: their rows as committed;
+    ``rows``: pointing at the final manifests), folded into the next commit point of this instance
+    (``ManifestTable.defer_repoint``); until then this instance answers them from what the copies returned."""
+    catalog.manifest.defer_repoint(staged, rows)
 
 
 def finish_pending(catalog: Catalog, table: Table) -> None:
@@ -436,6 +411,7 @@ def finish_all_pending(catalog: Catalog) -> list[tuple[list[str], int]]:
     the (table id, version) pairs it finished."""
     if not catalog.config.manifest_enabled:
         return []
+    catalog.manifest.flush_repoints()  # the versions this instance committed are final already
     rows = catalog.manifest.children("", TABLE_VERSION)
     table_rows = catalog.rows(*{row.object_id.rpartition(ids.DELIMITER)[0] for row in rows})
     finished = []

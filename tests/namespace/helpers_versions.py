@@ -210,7 +210,8 @@ def install_crash(point: str) -> None:
     * ``after_row_insert``: right after the ``table_version`` rows were merge-inserted (the commit point);
     * ``after_copy``: right after the first staged manifest was copied to its final name (before the staged
       file is deleted, so the other tables of a batch are still only staged);
-    * ``before_repoint``: after every copy, before the rows are repointed at the final manifests.
+    * ``before_repoint``: after every copy, before the rows are repointed at the final manifests (a batch) or
+      their repoint is deferred to the next insert (one version): the process never repoints them.
     """
     from airflow_provider_lance.namespace.manifest import ManifestTable
     from airflow_provider_lance.namespace.storage import Storage
@@ -218,8 +219,8 @@ def install_crash(point: str) -> None:
     if point == "after_row_insert":
         insert = ManifestTable.insert
 
-        def insert_then_die(self: ManifestTable, new_rows: list) -> None:
-            insert(self, new_rows)
+        def insert_then_die(self: ManifestTable, new_rows: list, *args: Any, **kwargs: Any) -> None:
+            insert(self, new_rows, *args, **kwargs)
             if any(row.object_type == TABLE_VERSION for row in new_rows):
                 _exit()
 
@@ -236,10 +237,11 @@ def install_crash(point: str) -> None:
     elif point == "before_repoint":
         from airflow_provider_lance.namespace import commit
 
-        def die(catalog: object, new_rows: list) -> None:
+        def die(*args: object) -> None:
             _exit()
 
-        commit.repoint = die  # type: ignore[assignment]  # the committer's step (4)
+        commit.repoint = die  # type: ignore[assignment]  # the committer's step (4) (a batch)
+        commit.defer_repoint = die  # type: ignore[assignment]  # or its deferral (one version)
     else:
         raise ValueError(point)
 
