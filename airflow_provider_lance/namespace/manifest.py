@@ -8,10 +8,13 @@ read-only credentials can list and describe.
 
 from __future__ import annotations
 
+import atexit
+import logging
 import random
 import re
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -38,6 +41,22 @@ from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, Snapsh
 from airflow_provider_lance.namespace.storage import Storage, is_lost_response
 from airflow_provider_lance.namespace.tuning import COMMIT_BACKOFF_SECONDS, MERGE_INSERT_RETRIES, SMALL_FRAGMENT_ROWS
 from airflow_provider_lance.namespace.writers_turn import Request, WritersTurn
+
+log = logging.getLogger(__name__)
+
+#: Instances holding deferred repoints, flushed when the process exits normally (a process killed leaves its
+#: last versions pending, as after a crash before the repoint: every reader finishes them).
+_DEFERRING: weakref.WeakSet[ManifestTable] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for table in list(_DEFERRING):
+        try:
+            table.flush_repoints()
+        except Exception as error:  # the versions are committed; a reader finishes them
+            log.warning("Deferred repoints of %s left to readers: %s", table.storage.root, error)
+
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
 _T = TypeVar("_T")
@@ -242,10 +261,12 @@ class ManifestTable:
     def defer_repoint(self, staged: list[ManifestRow], rows: list[ManifestRow]) -> None:
         """Seed 003 step (4) of committed versions whose manifests are at their final names: their rows (as
         committed: ``staged``) are replaced by ``rows`` in the next insert that takes them (:meth:`insert`), or by
-        :meth:`flush_repoints`. Until then they point at their staged manifests, which every reader treats as
+        :meth:`flush_repoints` (on demand, or when the process exits). Until then they point at their staged
+        manifests, which every reader treats as
         committed (``versions.finish``): this instance answers :meth:`copied`, another one finds the copies."""
         with self._repoints_lock:
             self._repoints.update((row.object_id, (old.metadata, row)) for old, row in zip(staged, rows, strict=True))
+        _DEFERRING.add(self)
 
     def copied(self, row: ManifestRow) -> dict[str, Any] | None:
         """The final metadata of a committed row whose repoint this instance deferred (the same row: the same

@@ -264,6 +264,12 @@ def crash_append(root: str, table_id: list[str], point: str) -> None:
     os._exit(0)
 
 
+def append_and_exit(root: str, table_id: list[str]) -> None:
+    """Child: append one row through the namespace with pylance and exit normally (its repoint is deferred)."""
+    ns = DirectoryNamespace(root=root)
+    lance.write_dataset(rows(1, 999), namespace_client=ns, table_id=table_id, mode="append")
+
+
 def crash_after_staging(root: str, table_ids: list[list[str]], entries_file: str) -> None:
     """Child: stage one version per table, save the entries, then die before any commit."""
     from airflow_provider_lance.staging import write_entries

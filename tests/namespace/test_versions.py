@@ -21,11 +21,13 @@ from airflow_provider_lance.namespace.feature_flags import WRITER_FLAG_TABLE_VER
 from airflow_provider_lance.namespace.identifiers import manifest_name
 from tests.namespace.helpers_versions import (
     VERSION_METADATA_KEYS,
+    append_and_exit,
     batch,
     location,
     make_ns,
     read,
     rows,
+    run_child,
     stage,
     staged_files,
     version_rows,
@@ -428,6 +430,19 @@ def test_a_commit_through_the_namespace_is_one_manifest_commit_that_repoints_the
         assert latest.manifest_size == final.stat().st_size
     assert versions(ns, table_id) == [1, 2, 3, 4]
     assert lance.dataset(str(location(ns, table_id))).version == 4  # path-based readers: the copy is there
+
+
+def test_a_process_that_exits_repoints_its_last_version(root: Path) -> None:
+    """The deferred repoint of a process's last version is made when the process exits normally, so short-lived
+    writers (a task, an executor) leave no pending row for readers of other processes to finish."""
+    ns, table_id = _table_with_versions(root, managed=True, count=2)
+    ns.finalize_pending_versions()
+    assert run_child(append_and_exit, str(root), table_id) == 0
+    assert {oid: ".manifest-" in meta["manifest_path"] for oid, meta in version_rows(make_ns(root, True)).items()} == {
+        "t$1": False,
+        "t$2": False,
+        "t$3": False,
+    }
 
 
 def test_rows_in_large_fragments_are_repointed_with_a_deletion_vector(root: Path, monkeypatch) -> None:
