@@ -44,6 +44,8 @@ TABLE = ["sales", "orders"]
 COMMITS = int(os.environ.get("LANCE_CHANGE_FEED_COMMITS", "6"))
 KILL_AFTER = 3  # the triggerer is killed once this many commits became asset events
 TOKEN = "change-feed-token"
+ASSET = f"lance_change_feed.{'.'.join(TABLE)}"
+ASSET_EVENTS = "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.name = ? order by e.id"
 
 
 class _Airflow:
@@ -168,11 +170,7 @@ def commit(url: str, rows: int, first: bool) -> None:
 
 def asset_events(airflow: _Airflow) -> list[dict[str, Any]]:
     """The asset events of the example DAG's asset, oldest first (their ``extra``)."""
-    found = airflow.query(
-        "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.name = ? order by e.id",
-        f"lance_change_feed.{'.'.join(TABLE)}",
-    )
-    return [json.loads(extra) for (extra,) in found]
+    return [json.loads(extra) for (extra,) in airflow.query(ASSET_EVENTS, ASSET)]
 
 
 def runs(airflow: _Airflow) -> list[tuple[str, str, str]]:
@@ -180,12 +178,17 @@ def runs(airflow: _Airflow) -> list[tuple[str, str, str]]:
     return airflow.query("select run_id, state, queued_at from dag_run where dag_id = ? order by id", DAG_ID)
 
 
-def latencies(airflow: _Airflow, skip: frozenset[int] = frozenset()) -> list[float]:
-    """Seconds from each commit (the ``__manifest`` commit's time, in its event) to its DAG run queued, sorted;
-    ``skip``: commit numbers (from 1) left out."""
-    queued = [datetime.fromisoformat(q + "+00:00").timestamp() for _, _, q in runs(airflow)]
+def latencies(airflow: _Airflow, skip: frozenset[int] = frozenset(), until: str = "queued") -> list[float]:
+    """Seconds from each commit (the ``__manifest`` commit's time, in its event) to its DAG run queued (``until``
+    ``"queued"``) or to its asset event stored by the triggerer (``"stored"``), sorted; ``skip``: commit numbers
+    (from 1) left out."""
+    if until == "queued":
+        ends = [q for _, _, q in runs(airflow)]
+    else:
+        ends = [t for (t,) in airflow.query(ASSET_EVENTS.replace("e.extra", "e.timestamp"), ASSET)]
     made = [datetime.fromisoformat(event["payload"]["timestamp"]).timestamp() for event in asset_events(airflow)]
-    return sorted(q - c for n, (q, c) in enumerate(zip(queued, made, strict=True), 1) if n not in skip)
+    ended = [datetime.fromisoformat(end + "+00:00").timestamp() for end in ends]
+    return sorted(e - c for n, (e, c) in enumerate(zip(ended, made, strict=True), 1) if n not in skip)
 
 
 def p50_p95(values: list[float]) -> tuple[float, float]:
