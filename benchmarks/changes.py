@@ -18,7 +18,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any
 
 import lance_namespace as ln
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
@@ -73,20 +74,6 @@ def _poll_costs(server: CountingS3Server, size: int) -> dict[str, Any]:
     }
 
 
-class _Variables:
-    """The triggers' cursor Variable in memory (outside a triggerer there is no metadata database to reach)."""
-
-    values: ClassVar[dict[str, str]] = {}
-
-    @classmethod
-    def get(cls, key: str, default: Any = None) -> Any:
-        return cls.values.get(key, default)
-
-    @classmethod
-    def set(cls, key: str, value: str) -> None:
-        cls.values[key] = value
-
-
 def _watched_assets(server: CountingS3Server) -> dict[str, Any]:
     """``ASSETS`` triggers of one catalog on S3: poll loops started, storage requests of ``IDLE_SECONDS`` idle,
     and one commit's events (each trigger watches one of ``WATCHED`` tables being declared)."""
@@ -101,6 +88,7 @@ def _watched_assets(server: CountingS3Server) -> dict[str, Any]:
     connection = {"conn_type": "lance", "host": props.pop("root"), "extra": props}
     os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(connection)
     loops: list[str] = []
+    variables: dict[str, str] = {}
 
     class Counted(trigger_module.LanceChangeTrigger):
         @classmethod
@@ -108,7 +96,9 @@ def _watched_assets(server: CountingS3Server) -> dict[str, Any]:
             loops.append(kwargs["lance_conn_id"])
             return super().create_shared_stream_producer(kwargs)
 
-    saved, trigger_module.Variable = trigger_module.Variable, _Variables  # type: ignore[misc]
+    # the cursor Variable in memory (outside a triggerer there is no metadata database to reach)
+    memory = SimpleNamespace(get=lambda key, default=None: variables.get(key, default), set=variables.__setitem__)
+    saved, trigger_module.Variable = trigger_module.Variable, memory  # type: ignore[misc]
     try:
         triggers = [
             Counted(
@@ -119,14 +109,19 @@ def _watched_assets(server: CountingS3Server) -> dict[str, Any]:
             )
             for i in range(ASSETS)
         ]
-        return asyncio.run(_follow(server, SharedStreamManager(ack_timeout=60), triggers, writer, loops))
+        return asyncio.run(_follow(server, SharedStreamManager(ack_timeout=60), triggers, writer, loops, variables))
     finally:
         trigger_module.Variable = saved  # type: ignore[misc]
         os.environ.pop(f"AIRFLOW_CONN_{conn_id.upper()}", None)
 
 
 async def _follow(
-    server: CountingS3Server, manager: Any, triggers: list[Any], writer: DirectoryNamespace, loops: list[str]
+    server: CountingS3Server,
+    manager: Any,
+    triggers: list[Any],
+    writer: DirectoryNamespace,
+    loops: list[str],
+    variables: dict[str, str],
 ) -> dict[str, Any]:
     received = [0] * len(triggers)
 
@@ -138,7 +133,7 @@ async def _follow(
             manager.confirm_persisted([seq] if seq is not None else [])
 
     tasks = [asyncio.create_task(consume(i, t)) for i, t in enumerate(triggers)]
-    while not _Variables.values:  # the loop started and saved the catalog's present
+    while not variables:  # the loop started and saved the catalog's present
         await asyncio.sleep(0.1)
     await asyncio.sleep(POLL_INTERVAL)
     with server.counting() as idle:

@@ -16,7 +16,8 @@ import importlib
 import importlib.metadata
 import json
 import sys
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any
 
 import lance
 import lance_namespace as ln
@@ -29,21 +30,8 @@ from airflow_provider_lance.triggers import changes
 root = sys.argv[1]
 
 
-class Variables:
-    """Airflow Variables in memory."""
-
-    values: ClassVar[dict[str, str]] = {}
-
-    @classmethod
-    def get(cls, key: str, default: Any = None) -> Any:
-        return cls.values.get(key, default)
-
-    @classmethod
-    def set(cls, key: str, value: str) -> None:
-        cls.values[key] = value
-
-
-changes.Variable = Variables  # type: ignore[misc]
+variables: dict[str, str] = {}
+changes.Variable = SimpleNamespace(get=lambda key, default=None: variables.get(key, default), set=variables.__setitem__)
 
 engine = DirectoryNamespace(root=root, table_version_management="true")
 engine.create_namespace(ln.CreateNamespaceRequest(id=["sales"]))
@@ -68,7 +56,7 @@ async def follow() -> dict[str, Any]:
     manager.confirm_persisted([seq] if seq is not None else [])
     variable = changes.cursor_variable(trigger.lance_conn_id, trigger.consumer)
     for _ in range(300):
-        if Variables.values.get(variable) == event.payload["cursor"]:
+        if variables.get(variable) == event.payload["cursor"]:
             break
         await asyncio.sleep(0.1)
     await stream.aclose()
@@ -77,7 +65,7 @@ async def follow() -> dict[str, Any]:
     return {
         "airflow": importlib.metadata.version("apache-airflow"),
         "versions": event.payload["versions"],
-        "cursor_saved": Variables.values.get(variable) == event.payload["cursor"],
+        "cursor_saved": variables.get(variable) == event.payload["cursor"],
     }
 
 
