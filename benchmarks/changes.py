@@ -11,6 +11,7 @@ example DAG, tests/example_dags/test_lance_change_feed.py's stack, commits throu
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import statistics
@@ -77,6 +78,7 @@ def _poll_costs(server: CountingS3Server, size: int) -> dict[str, Any]:
 def _watched_assets(server: CountingS3Server) -> dict[str, Any]:
     """``ASSETS`` triggers of one catalog on S3: poll loops started, storage requests of ``IDLE_SECONDS`` idle,
     and one commit's events (each trigger watches one of ``WATCHED`` tables being declared)."""
+    importlib.import_module("tests.airflow_helpers")  # an AIRFLOW_HOME of its own, set before Airflow loads
     from airflow.triggers.shared_stream import SharedStreamManager
 
     from airflow_provider_lance.triggers import changes as trigger_module
