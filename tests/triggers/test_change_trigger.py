@@ -191,4 +191,3 @@ def test_the_cursor_resumes_where_it_was_saved(set_conn, lance_root: Path, varia
     engine.create_namespace(ln.CreateNamespaceRequest(id=["three"]))
     received = asyncio.run(_follow_shared([trigger], lambda: None, expect=2))
     assert [p["tables"] for p in received[0]] == [["two"], ["three"]]
-
