@@ -200,6 +200,8 @@ class NamespaceService:
                 admission.audit(f"error {type(error).__name__}", request_id)
             return exception_response(error, route.operation, request_id)
         admission.audit("ok", request_id)
+        if admission.writes and self.feed is not None:
+            self.feed.wake()  # its waiting clients see the commit now, not at their next poll
         return result_response(route.operation, result, self.settings.vend_credentials)
 
     async def run(self, call: Callable[[], _R]) -> _R:

@@ -14,12 +14,16 @@ leaving (``table_deregistered``) or arriving (``table_registered``) when only on
 catalog keeps answers **410** with ``"resync": true``.
 
 Waiting clients share their polls: callers at the same cursor (every page following the catalog's head) wait
-on one call of the engine per :data:`POLL_SECONDS`, whose idle cost is one storage request.
+on one call of the engine per :data:`POLL_SECONDS`, whose idle cost is one storage request. A write answered by
+this server (:meth:`ChangeFeedRoute.wake`) ends the pause at once: commits made through the server reach its
+waiting clients without waiting for the next poll; commits made around it (pylance or another replica on the same
+storage) within :data:`POLL_SECONDS`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -109,7 +113,16 @@ class ChangeFeedRoute:
     def __init__(self, changes: Callable[..., ChangesPage], run: Callable[[Callable[[], Any]], Awaitable[Any]]) -> None:
         self._changes = changes
         self._run = run
-        self._polls: dict[tuple[str | None, int | None], asyncio.Future[ChangesPage]] = {}
+        self._polls: dict[tuple[str | None, int | None, int], asyncio.Future[ChangesPage]] = {}
+        self._written = asyncio.Event()  # set by a write this server answered; replaced by a fresh one
+        self._writes = 0  # writes answered: a poll started before a write is not shared after it
+
+    def wake(self) -> None:
+        """A write through this server succeeded: every waiting request looks for changes now (on the server's
+        event loop)."""
+        written, self._written = self._written, asyncio.Event()
+        self._writes += 1
+        written.set()
 
     async def respond(self, query_string: bytes, principal: Principal | None) -> Response:
         """The answer to one request (its query string, its authenticated caller)."""
@@ -138,6 +151,7 @@ class ChangeFeedRoute:
         deadline = time.monotonic() + wait
         cursor = since
         while True:
+            written = self._written  # before the poll: a write landing during it ends the pause below
             page = await self._poll(cursor, limit)
             seen = visible_page(page, principal, namespace)
             cursor = page.cursor
@@ -145,11 +159,12 @@ class ChangeFeedRoute:
             if seen.changes or left <= 0:
                 return seen
             if not page.more:
-                await asyncio.sleep(min(POLL_SECONDS, left))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(written.wait(), min(POLL_SECONDS, left))
 
     async def _poll(self, since: str | None, limit: int | None) -> ChangesPage:
         """One call of the engine, shared by every request waiting at the same cursor."""
-        key = (since, limit)
+        key = (since, limit, self._writes)
         running = self._polls.get(key)
         if running is None:
             running = asyncio.ensure_future(self._run(lambda: self._changes(since=since, limit=limit)))

@@ -15,7 +15,7 @@
         def read(triggering_asset_events=None):
             version = pinned_versions(triggering_asset_events)["sales.orders"]
 
-**One poll loop per catalog connection** (Airflow ≥ 3.3): every trigger of one connection and consumer returns
+**One poll loop per catalog connection**: every trigger of one connection and consumer returns
 the same ``shared_stream_key``; the triggerer runs one follower of the feed for all of them (an idle poll is one
 storage request, or one long-poll over REST) and each trigger filters the changes it watches.
 
@@ -27,10 +27,10 @@ had not heard of: nothing is lost; a change is delivered twice only when the kil
 its event and the triggerer's next state sync (about a second) with the Variable's write (docs/change-feed.md,
 "Restarts").
 
-**Airflow ≥ 3.3 only** (the rest of the provider runs on 3.0+): before 3.3 there are no shared streams (one loop
-per trigger), no ack mode (nothing tells a trigger that its event was stored, so a restart could lose a commit),
-and triggerers of 3.1 cannot read Variables (apache/airflow#61676). Constructing the trigger on an older Airflow
-raises, naming the sensors (``LanceTableVersionSensor``) as the way to wait for a table there.
+**Why the provider needs Airflow ≥ 3.3** (the ``airflow`` extra's floor): before 3.3 there are no shared
+streams (one loop per trigger) and no ack mode: nothing tells a trigger that its event was stored (the triggerer
+stores it a sync later, up to a second after the trigger moved on), so no cursor saved anywhere could survive a
+triggerer killed in between without losing or repeating a commit.
 
 A cursor older than the catalog's kept history fails the trigger with the feed's resynchronise error: delete
 the Variable to start again from the catalog's present.
@@ -47,11 +47,7 @@ from typing import Any
 
 from airflow.sdk import Variable
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
-
-try:
-    from airflow.triggers.shared_stream import SharedStreamProducer as _ProducerBase
-except ImportError:  # Airflow < 3.3: no shared streams, every trigger runs its own loop (``run``)
-    _ProducerBase = object  # type: ignore[assignment,misc]
+from airflow.triggers.shared_stream import SharedStreamProducer
 
 from airflow_provider_lance.hooks.lance import LanceHook
 from airflow_provider_lance.namespace.changes import KINDS, MAX_WAIT_SECONDS, Change, ChangesPage
@@ -158,11 +154,6 @@ class LanceChangeTrigger(BaseEventTrigger):
         consumer: str = DEFAULT_CONSUMER,
         poll_interval: float = 5.0,
     ) -> None:
-        if _ProducerBase is object:
-            raise ValueError(
-                "LanceChangeTrigger needs Airflow >= 3.3 (shared streams with ack mode: a triggerer restart loses no "
-                "commit); on this Airflow wait for a table with LanceTableVersionSensor (docs/change-feed.md)"
-            )
         super().__init__()
         self.tables = sorted(format_identifier(parse_identifier(t, "tables")) for t in tables) if tables else None
         self.namespace = format_identifier(parse_identifier(namespace, "namespace")) if namespace else None
@@ -223,7 +214,7 @@ class LanceChangeTrigger(BaseEventTrigger):
             return False
         return self.tables is None or name in self.tables
 
-    # -- one poll loop per catalog (Airflow >= 3.3: shared streams in ack mode) --------------------------
+    # -- one poll loop per catalog (shared streams in ack mode) --------------------------------------------
     def shared_stream_key(self) -> tuple[str, str, str]:
         return ("lance-changes", self.lance_conn_id, self.consumer)
 
@@ -257,7 +248,7 @@ class LanceChangeTrigger(BaseEventTrigger):
             await follower.save(change.cursor)
 
 
-class _FeedProducer(_ProducerBase):
+class _FeedProducer(SharedStreamProducer):
     """The shared stream's producer (ack mode): yields each change with its cursor, and saves a cursor once every
     trigger's events for the changes up to it are stored (``advance``)."""
 

@@ -6,6 +6,7 @@ commit. Kept small (``COMMITS``) so the test stays within a few minutes on the s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -43,6 +44,8 @@ TABLE = ["sales", "orders"]
 COMMITS = int(os.environ.get("LANCE_CHANGE_FEED_COMMITS", "6"))
 KILL_AFTER = 3  # the triggerer is killed once this many commits became asset events
 TOKEN = "change-feed-token"
+ASSET = f"lance_change_feed.{'.'.join(TABLE)}"
+ASSET_EVENTS = "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.name = ? order by e.id"
 
 
 class _Airflow:
@@ -93,7 +96,7 @@ class _Airflow:
         return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in self.home.glob("*.log"))
 
 
-def _wait(what: str, check: Callable[[], Any], airflow: _Airflow, timeout: float = 90) -> Any:
+def wait_for(what: str, check: Callable[[], Any], airflow: _Airflow, timeout: float = 90) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         found = check()
@@ -104,9 +107,11 @@ def _wait(what: str, check: Callable[[], Any], airflow: _Airflow, timeout: float
         time.sleep(0.2)
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[_Airflow, str]]:
-    base = tmp_path_factory.mktemp("change-feed")
+@contextlib.contextmanager
+def airflow_stack(base: Path) -> Iterator[tuple[_Airflow, str]]:
+    """The example DAG in a real Airflow (api-server, dag processor, scheduler, triggerer) under ``base``, its
+    catalog behind our REST server: yields the processes and the server's URL (also used by
+    ``benchmarks/changes.py``)."""
     home, dags, root = base / "home", base / "dags", base / "root"
     for directory in (home, dags, root):
         directory.mkdir()
@@ -150,54 +155,76 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[_Airflow, 
             airflow.stop_all()
 
 
-def _commit(url: str, rows: int, first: bool) -> None:
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[_Airflow, str]]:
+    with airflow_stack(tmp_path_factory.mktemp("change-feed")) as started:
+        yield started
+
+
+def commit(url: str, rows: int, first: bool) -> None:
     """A commit made outside Airflow: pylance writing through the REST server."""
     client = RestNamespace(uri=url, **{"header.Authorization": f"Bearer {TOKEN}"})
     data = pa.table({"id": pa.array(range(rows), pa.int64())})
     lance.write_dataset(data, namespace_client=client, table_id=TABLE, mode="create" if first else "append")
 
 
-def _asset_events(airflow: _Airflow) -> list[dict[str, Any]]:
-    found = airflow.query(
-        "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.name = ? order by e.id",
-        f"lance_change_feed.{'.'.join(TABLE)}",
-    )
-    return [json.loads(extra) for (extra,) in found]
+def asset_events(airflow: _Airflow) -> list[dict[str, Any]]:
+    """The asset events of the example DAG's asset, oldest first (their ``extra``)."""
+    return [json.loads(extra) for (extra,) in airflow.query(ASSET_EVENTS, ASSET)]
 
 
-def _runs(airflow: _Airflow) -> list[tuple[str, str, str]]:
+def runs(airflow: _Airflow) -> list[tuple[str, str, str]]:
+    """The example DAG's runs, oldest first: run id, state, queued at."""
     return airflow.query("select run_id, state, queued_at from dag_run where dag_id = ? order by id", DAG_ID)
+
+
+def latencies(airflow: _Airflow, skip: frozenset[int] = frozenset(), until: str = "queued") -> list[float]:
+    """Seconds from each commit (the ``__manifest`` commit's time, in its event) to its DAG run queued (``until``
+    ``"queued"``) or to its asset event stored by the triggerer (``"stored"``), sorted; ``skip``: commit numbers
+    (from 1) left out."""
+    if until == "queued":
+        ends = [q for _, _, q in runs(airflow)]
+    else:
+        ends = [t for (t,) in airflow.query(ASSET_EVENTS.replace("e.extra", "e.timestamp"), ASSET)]
+    made = [datetime.fromisoformat(event["payload"]["timestamp"]).timestamp() for event in asset_events(airflow)]
+    ended = [datetime.fromisoformat(end + "+00:00").timestamp() for end in ends]
+    return sorted(e - c for n, (e, c) in enumerate(zip(ended, made, strict=True), 1) if n not in skip)
+
+
+def p50_p95(values: list[float]) -> tuple[float, float]:
+    """The median and the 95th percentile (nearest rank) of sorted ``values``."""
+    return statistics.median(values), values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
 
 
 def test_commits_outside_airflow_start_one_run_each_and_survive_a_triggerer_kill(stack) -> None:
     airflow, url = stack
-    _wait("the triggerer to follow the catalog", airflow.saved_cursor, airflow, 180)
+    wait_for("the triggerer to follow the catalog", airflow.saved_cursor, airflow, 180)
     for number in range(1, COMMITS + 1):
         if number == KILL_AFTER + 1:  # killed between commits; this commit lands while no triggerer runs
             # between commits: once the triggerer heard that the last event was stored and saved the cursor
             # past it (Airflow confirms a stored event at its next state sync; docs/change-feed.md, "Restarts")
-            last = _asset_events(airflow)[-1]["payload"]["cursor"]
-            _wait("the cursor saved past the last event", lambda c=last: airflow.saved_cursor() == c, airflow)
+            last = asset_events(airflow)[-1]["payload"]["cursor"]
+            wait_for("the cursor saved past the last event", lambda c=last: airflow.saved_cursor() == c, airflow)
             airflow.kill("triggerer")
-        _commit(url, rows=number, first=number == 1)
+        commit(url, rows=number, first=number == 1)
         if number == KILL_AFTER + 1:
             time.sleep(2)
             airflow.start("triggerer-2", "triggerer")
-        _wait(f"asset event {number}", lambda n=number: len(_asset_events(airflow)) >= n, airflow)
-        _wait(f"DAG run {number}", lambda n=number: len(_runs(airflow)) >= n, airflow)
+        wait_for(f"asset event {number}", lambda n=number: len(asset_events(airflow)) >= n, airflow)
+        wait_for(f"DAG run {number}", lambda n=number: len(runs(airflow)) >= n, airflow)
     time.sleep(8)  # a duplicate would arrive within a few polls
-    events = _asset_events(airflow)
+    events = asset_events(airflow)
     assert len(events) == COMMITS, events
     versions = [event["payload"]["versions"]["sales.orders"] for event in events]
     assert versions == [[v] for v in range(1, COMMITS + 1)]
     assert all(event["from_trigger"] for event in events)
-    runs = _wait(
+    finished = wait_for(
         "every run to finish",
-        lambda: (r := _runs(airflow)) and all(state in ("success", "failed") for _, state, _ in r) and r,
+        lambda: (r := runs(airflow)) and all(state in ("success", "failed") for _, state, _ in r) and r,
         airflow,
         240,
     )
-    assert len(runs) == COMMITS and {state for _, state, _ in runs} == {"success"}, runs
+    assert len(finished) == COMMITS and {state for _, state, _ in finished} == {"success"}, finished
     # each run read the version that started it, with as many rows as that commit held
     results = airflow.query(
         "select run_id, value from xcom where dag_id = ? and task_id = 'read_pinned' and key = 'return_value'", DAG_ID
@@ -209,11 +236,9 @@ def test_commits_outside_airflow_start_one_run_each_and_survive_a_triggerer_kill
         assert table["rows"] == sum(range(1, table["version"] + 1))
     # commit (the __manifest commit's time, in the event) -> run queued; the commit made while no triggerer ran
     # apart (it waited for the restart)
-    queued = [datetime.fromisoformat(q + "+00:00").timestamp() for _, _, q in runs]
-    made = [datetime.fromisoformat(event["payload"]["timestamp"]).timestamp() for event in events]
-    latencies = sorted(q - c for n, (q, c) in enumerate(zip(queued, made, strict=True), 1) if n != KILL_AFTER + 1)
-    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+    measured = latencies(airflow, skip=frozenset({KILL_AFTER + 1}))
+    p50, p95 = p50_p95(measured)
     print(
-        f"commit -> run queued over REST long-poll: p50 {statistics.median(latencies):.2f} s, p95 {p95:.2f} s, "
-        f"max {latencies[-1]:.2f} s ({len(latencies)} commits)"
+        f"commit -> run queued over REST long-poll: p50 {p50:.2f} s, p95 {p95:.2f} s, max {measured[-1]:.2f} s "
+        f"({len(measured)} commits)"
     )

@@ -9,7 +9,9 @@ as constraints; cached between runs with the same lock, see conftest.py), and ea
 * ``[server]``: ``lance-namespace-server`` with a principals file, a client round trip with a token;
 * ``[airflow,spark]``: ``airflow providers list`` shows the provider, the example DAG (``SparkSubmitOperator`` of
   the staging job, then one batch commit) runs with ``airflow dags test`` and publishes its tables;
-* ``[airflow,glue]``: the hook on moto's Glue.
+* ``[airflow,glue]``: the hook on moto's Glue;
+* ``[airflow]`` at its floor and at the newest release: ``LanceChangeTrigger`` imports, serialises and turns a
+  commit of a real engine into its event through the installed Airflow's shared stream.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -174,3 +177,20 @@ def test_glue(
     summary = json.loads(done.stdout.splitlines()[-1])
     assert summary["tables"] == ["events"] and summary["rows"] == 3
     assert re.fullmatch(rf"s3://{BUCKET}/glue-install-\w+/{database}/events\.lance", summary["location"])
+
+
+@pytest.mark.parametrize("resolution", ["lowest-direct", "highest"])
+def test_change_trigger_on_the_floor(resolution: str, wheel: Path, constraints: Path, tmp_path: Path) -> None:
+    """The event trigger at both ends of the ``airflow`` extra (its floor is the trigger's: Airflow 3.3)."""
+    venv = install_venv(
+        f"airflow-events-{resolution}", wheel, constraints, ("airflow",), python_or_skip("3.11"), resolution
+    )
+    root = tmp_path / "catalog"
+    connection = {"conn_type": "lance", "host": str(root), "extra": {"table_version_management": "true"}}
+    env = airflow_env(venv, tmp_path / "airflow", AIRFLOW_CONN_LANCE_DEFAULT=json.dumps(connection))
+    done = venv.run("python", str(SMOKE / "change_trigger.py"), str(root), env=env, cwd=tmp_path)
+    summary = json.loads(done.stdout.splitlines()[-1])
+    if resolution == "lowest-direct":  # the floor the extra declares
+        declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["airflow"]
+        assert f"apache-airflow>={summary['airflow']}" in declared, (summary, declared)
+    assert summary["versions"] == {"sales.orders": [1]} and summary["cursor_saved"], summary

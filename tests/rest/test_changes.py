@@ -21,6 +21,7 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.changes import CursorExpiredError
 from airflow_provider_lance.namespace.maintenance import maintain_manifest
 from airflow_provider_lance.rest import ServerSettings, create_app
+from airflow_provider_lance.rest import changes as feed
 from airflow_provider_lance.rest.client import RestNamespace
 from airflow_provider_lance.rest.principals import PrincipalStore, hash_secret
 from airflow_provider_lance.rest.routes import CHANGES_PATH
@@ -119,6 +120,20 @@ def test_a_long_poll_answers_when_a_change_lands(secured: str, catalog: Director
     started = time.monotonic()
     assert reader.changes(since=page.cursor, wait=1).changes == []
     assert time.monotonic() - started >= 0.9
+
+
+def test_a_write_through_the_server_ends_the_wait_at_once(
+    secured: str, catalog: DirectoryNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit answered by the server wakes its long-polls (no poll would come within the test: 120 s apart)."""
+    monkeypatch.setattr(feed, "POLL_SECONDS", 120)
+    reader, writer = _as(secured, "reader"), _as(secured, "root")
+    cursor = reader.changes().cursor
+    threading.Timer(1.0, lambda: writer.create_namespace(ln.CreateNamespaceRequest(id=["a", "woken"]))).start()
+    started = time.monotonic()
+    page = reader.changes(since=cursor, wait=45)
+    assert _seen(page) == [[("namespace_created", "a.woken", None)]]
+    assert time.monotonic() - started < 25  # woken by the write, not by a poll (the next would come after 45 s)
 
 
 def test_waiters_at_one_cursor_share_their_polls(secured: str, catalog: DirectoryNamespace, monkeypatch) -> None:

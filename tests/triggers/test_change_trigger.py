@@ -191,9 +191,3 @@ def test_the_cursor_resumes_where_it_was_saved(set_conn, lance_root: Path, varia
     engine.create_namespace(ln.CreateNamespaceRequest(id=["three"]))
     received = asyncio.run(_follow_shared([trigger], lambda: None, expect=2))
     assert [p["tables"] for p in received[0]] == [["two"], ["three"]]
-
-
-def test_older_airflow_is_refused_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trigger_module, "_ProducerBase", object)  # as on Airflow 3.0-3.2 (no shared streams)
-    with pytest.raises(ValueError, match=r"Airflow >= 3\.3.*LanceTableVersionSensor"):
-        LanceChangeTrigger(tables=["a.t"])
