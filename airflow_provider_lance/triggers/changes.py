@@ -27,10 +27,11 @@ had not heard of: nothing is lost; a change is delivered twice only when the kil
 its event and the triggerer's next state sync (about a second) with the Variable's write (docs/change-feed.md,
 "Restarts").
 
-**Why the provider needs Airflow ≥ 3.3** (the ``airflow`` extra's floor): before 3.3 there are no shared
-streams (one loop per trigger) and no ack mode: nothing tells a trigger that its event was stored (the triggerer
-stores it a sync later, up to a second after the trigger moved on), so no cursor saved anywhere could survive a
-triggerer killed in between without losing or repeating a commit.
+**Why the trigger needs Airflow ≥ 3.3** (the ``events`` extra; the rest of the provider runs on 3.1.3+): before
+3.3 there are no shared streams (one loop per trigger) and no ack mode: nothing tells a trigger that its event
+was stored (the triggerer stores it a sync later, up to a second after the trigger moved on), so no cursor saved
+anywhere could survive a triggerer killed in between without losing or repeating a commit. On an older Airflow
+importing this module raises an error naming the extra.
 
 A cursor older than the catalog's kept history fails the trigger with the feed's resynchronise error: delete
 the Variable to start again from the catalog's present.
@@ -47,11 +48,16 @@ from typing import Any
 
 from airflow.sdk import Variable
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
-from airflow.triggers.shared_stream import SharedStreamProducer
 
 from airflow_provider_lance.hooks.lance import LanceHook
 from airflow_provider_lance.namespace.changes import KINDS, MAX_WAIT_SECONDS, Change, ChangesPage
+from airflow_provider_lance.utils.extras import missing_extra
 from airflow_provider_lance.utils.identifiers import format_identifier, parse_identifier
+
+try:
+    from airflow.triggers.shared_stream import SharedStreamProducer
+except ModuleNotFoundError as error:  # Airflow < 3.3
+    raise missing_extra("events", error) from None
 
 VARIABLE_PREFIX = "lance_changes"
 DEFAULT_CONSUMER = "default"

@@ -9,6 +9,7 @@ from __future__ import annotations
 #: extra -> the top-level packages the provider imports from it (pyproject.toml's extras list their distributions)
 EXTRAS: dict[str, tuple[str, ...]] = {
     "airflow": ("airflow",),
+    "events": ("airflow",),
     "spark": ("pyspark",),
     "server": ("starlette", "uvicorn", "jinja2", "prometheus_client", "yaml", "jwt"),
     "glue": ("lance_namespace_impls",),
@@ -27,7 +28,7 @@ def missing_extra(extra: str, error: ModuleNotFoundError) -> ModuleNotFoundError
     if package not in EXTRAS[extra]:
         return error
     return ModuleNotFoundError(
-        f"No module named {package!r}: this needs the provider's '{extra}' extra, "
+        f"No module named {error.name!r}: this needs the provider's '{extra}' extra, "
         f'pip install "airflow-provider-lance[{extra}]"',
         name=error.name,
     )

@@ -10,7 +10,7 @@ as constraints; cached between runs with the same lock, see conftest.py), and ea
 * ``[airflow,spark]``: ``airflow providers list`` shows the provider, the example DAG (``SparkSubmitOperator`` of
   the staging job, then one batch commit) runs with ``airflow dags test`` and publishes its tables;
 * ``[airflow,glue]``: the hook on moto's Glue;
-* ``[airflow]`` at its floor and at the newest release: ``LanceChangeTrigger`` imports, serialises and turns a
+* ``[events]`` at its floor and at the newest release: ``LanceChangeTrigger`` imports, serialises and turns a
   commit of a real engine into its event through the installed Airflow's shared stream.
 """
 
@@ -129,6 +129,10 @@ def test_airflow_and_spark(resolution: str, wheel: Path, constraints: Path, tmp_
     providers = venv.run("airflow", "providers", "list", "--output", "json", env=env, cwd=tmp_path).stdout
     listed = {p["package_name"]: p for p in json.loads(providers[providers.index('[{"') :])}
     assert "airflow-provider-lance" in listed, sorted(listed)
+    if resolution == "lowest-direct":  # Airflow 3.1: below the events extra, whose trigger says what to install
+        probe = "try:\n import airflow_provider_lance.triggers.changes\nexcept ImportError as e:\n print(e)"
+        said = venv.run("python", "-c", probe, env=env, cwd=tmp_path).stdout
+        assert 'pip install "airflow-provider-lance[events]"' in said, said
     venv.run("airflow", "db", "migrate", env=env, cwd=tmp_path)
     venv.run("airflow", "dags", "reserialize", env=env, cwd=tmp_path)  # older Airflows' dags test reads the database
     venv.run("airflow", "dags", "test", "lance_spark_batch_commit", env=env, cwd=tmp_path, timeout=900)
@@ -181,9 +185,9 @@ def test_glue(
 
 @pytest.mark.parametrize("resolution", ["lowest-direct", "highest"])
 def test_change_trigger_on_the_floor(resolution: str, wheel: Path, constraints: Path, tmp_path: Path) -> None:
-    """The event trigger at both ends of the ``airflow`` extra (its floor is the trigger's: Airflow 3.3)."""
+    """The event trigger at both ends of the ``events`` extra (its floor is the trigger's: Airflow 3.3)."""
     venv = install_venv(
-        f"airflow-events-{resolution}", wheel, constraints, ("airflow",), python_or_skip("3.11"), resolution
+        f"airflow-events-{resolution}", wheel, constraints, ("events",), python_or_skip("3.11"), resolution
     )
     root = tmp_path / "catalog"
     connection = {"conn_type": "lance", "host": str(root), "extra": {"table_version_management": "true"}}
@@ -191,6 +195,6 @@ def test_change_trigger_on_the_floor(resolution: str, wheel: Path, constraints: 
     done = venv.run("python", str(SMOKE / "change_trigger.py"), str(root), env=env, cwd=tmp_path)
     summary = json.loads(done.stdout.splitlines()[-1])
     if resolution == "lowest-direct":  # the floor the extra declares
-        declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["airflow"]
+        declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["events"]
         assert f"apache-airflow>={summary['airflow']}" in declared, (summary, declared)
     assert summary["versions"] == {"sales.orders": [1]} and summary["cursor_saved"], summary

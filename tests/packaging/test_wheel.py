@@ -30,7 +30,8 @@ def test_wheel_metadata(wheel: Path) -> None:
         entry_points = archive.read(f"{dist_info}/entry_points.txt").decode()
     requires = metadata.get_all("Requires-Dist")
     assert set(metadata.get_all("Provides-Extra")) >= {"airflow", "spark"}
-    assert any(r.startswith("apache-airflow>=3.3.0") and "extra == 'airflow'" in r for r in requires), requires
+    assert any(r.startswith("apache-airflow>=3.1.3") and "extra == 'airflow'" in r for r in requires), requires
+    assert any(r.startswith("apache-airflow>=3.3.0") and "extra == 'events'" in r for r in requires), requires
     assert any(r.startswith("pyspark[sql]") and "<5" in r and ">=4.2" in r for r in requires), requires
     assert not any(r.startswith("pyspark") and "==" in r.split(";")[0] for r in requires)
     assert "[apache_airflow_provider]" in entry_points

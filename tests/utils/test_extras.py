@@ -35,6 +35,7 @@ MODULE_EXTRAS = {
     "airflow_provider_lance.operators": "airflow",
     "airflow_provider_lance.sensors": "airflow",
     "airflow_provider_lance.triggers": "airflow",
+    "airflow_provider_lance.triggers.changes": "events",
     "airflow_provider_lance.plugins": "airflow",
     "airflow_provider_lance.assets": "airflow",
     "airflow_provider_lance.rest.": "server",
