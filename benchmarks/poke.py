@@ -145,6 +145,8 @@ CASES: list[Case] = [
          ("catalog", "rows")),
     Case(VERSION, "version=1", "", {"version": 1}, DATA, (True, 1), ("catalog", "rows", "versions")),
     Case(VERSION, "version=2: not yet", "", {"version": 2}, DATA, (False, None), ("catalog", "rows", "versions")),
+    Case(VERSION, "root table, directory only: min_version", "", {"min_version": 1}, [DIRECTORY_TABLE], (True, 1),
+         ("catalog", "rows", "directory", "versions")),
     Case(VERSION, "managed: min_version: latest version", "managed", {"min_version": 1}, DATA, (True, 1),
          ("catalog", "rows", "next manifest")),
     Case(VERSION, "managed: version=1", "managed", {"version": 1}, DATA, (True, 1), ("catalog", "rows")),
@@ -255,8 +257,10 @@ _FLOOR = (
     "row, the `<name>.lance/` directory for a table written by path: the spec's manifest-first lookup needs "
     "both), and every latest-version or not-yet-version poke (the table's `_versions/` without table version "
     "management, the next manifest's HEAD with it: versions committed round the namespace, the reference's in "
-    "tracking mode among them, have no row). A machine that never read the catalog's newest manifest adds the "
-    "GET of its rows.",
+    "tracking mode among them, have no row); a root table known only by its directory, polled for versions, "
+    "needs three (the catalog for a row, the directory for its `.lance-deregistered` marker, its `_versions/`: "
+    "between the marker and `_versions/` lie `_indices/` and `_transactions/`, one object per version). A "
+    "machine that never read the catalog's newest manifest adds the GET of its rows.",
     "Nothing in the engine: the request-count test holds every case at its floor (`version=N` of a managed "
     "table and existence pokes that need no directory are at 1 warm, 2 on a new machine).",
 )
@@ -420,7 +424,10 @@ def section(results: dict[str, Any]) -> list[str]:
         " `<name>.lance` without a row would stay invisible, and the spec looks the manifest up first"
         " (compatibility mode) so a registered root table elsewhere needs the *catalog* as well; without the"
         " *versions* LIST or the *next manifest* HEAD a version committed round `__manifest` would stay"
-        " invisible. The change feed's idle poll (docs/change-feed.md) is the *catalog* LIST itself: it"
+        " invisible. The reference takes fewer requests at the root (1 for a root table not there yet, 2 for"
+        " the versions of a directory-only one) because in compatibility mode it answers root tables from the"
+        " directory listing alone (shared/REFERENCE.md), where the spec looks the manifest up first."
+        " The change feed's idle poll (docs/change-feed.md) is the *catalog* LIST itself: it"
         " covers no *directory*, *versions* or *next manifest* range, so it cannot replace them.",
         "",
         "Issue 42, before → after: every case of the table above took what it takes now (the floor); the"
