@@ -435,7 +435,11 @@ def section(results: dict[str, Any]) -> list[str]:
         " calls (the baseline's latest version, then the check of the same storage) and makes one (the first"
         " poke cannot be done: the latest version is the baseline). Measured on moto (5 tables, a table"
         " without table version management): 5 requests → 3 on a new machine, 4 → 2 with the machine's rows"
-        " cache; later pokes 2 → 2 (`tests/s3/test_s3_sensor_pokes.py::test_a_first_baseline_poke_is_one_poke`).",
+        " cache; later pokes 2 → 2 (`tests/s3/test_s3_sensor_pokes.py::test_a_first_baseline_poke_is_one_poke`)."
+        " And a deferrable sensor's trigger now waits one `poke_interval` before its first check"
+        " (`wait_first`): the sensor has just poked in the worker, so the triggerer's first poll, a cold poke of"
+        " its own (the case's cold or new-machine count), read the same storage again; one such poke less per"
+        " deferral.",
         "",
         f"Requests by kind at {int(sizes[-1]):,} tables (warm; cold):",
         "",

@@ -127,6 +127,7 @@ class LanceTableExistenceSensor(_LanceBaseSensor):
             table_id=self._ident(),
             lance_conn_id=self.lance_conn_id,
             poll_interval=self.poke_interval,
+            wait_first=True,
         )
 
 
@@ -251,5 +252,6 @@ class LanceTableVersionSensor(_LanceBaseSensor):
             table_id=ident,
             lance_conn_id=self.lance_conn_id,
             poll_interval=self.poke_interval,
+            wait_first=True,
             **self._criteria(context, ident),
         )
