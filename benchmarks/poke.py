@@ -72,7 +72,8 @@ class CountingStorage:
 RANGES = {
     "catalog": "LIST `__manifest/_versions/` (MaxKeys=1): the newest manifest file and its e-tag, whether what the "
     "process holds is still the catalog",
-    "rows": "GET the rows object of that manifest file: on a machine whose processes never read that version",
+    "rows": "GET the rows object of that manifest file: on a machine whose processes never read that version (it is "
+    "named by the e-tag the LIST answers, so it cannot be asked for with the LIST)",
     "directory": "LIST `<name>.lance/`: a root table known only by its directory (compatibility mode), with its "
     "`.lance-deregistered` marker",
     "versions": "LIST the table's `_versions/`: without table version management a table's versions are files only",
