@@ -127,6 +127,7 @@ class LanceTableExistenceSensor(_LanceBaseSensor):
             table_id=self._ident(),
             lance_conn_id=self.lance_conn_id,
             poll_interval=self.poke_interval,
+            wait_first=True,
         )
 
 
@@ -190,15 +191,22 @@ class LanceTableVersionSensor(_LanceBaseSensor):
             )
         return number
 
-    def _get_baseline(self, context: Context, ident: list[str]) -> int:
+    def _stored_baseline(self, context: Context) -> int | None:
+        """The baseline an earlier poke of this task kept (``task_state_store``, else memory), or None."""
         store = context.get("task_state_store")
-        if store is not None:
-            stored = store.get(BASELINE_KEY)
-            if stored is not None:
-                return int(stored)
-        elif self._baseline is not None:
+        if store is None:
             return self._baseline
-        elif self.mode == "reschedule":
+        stored = store.get(BASELINE_KEY)
+        return None if stored is None else int(stored)
+
+    def _get_baseline(self, context: Context, ident: list[str]) -> int:
+        stored = self._stored_baseline(context)
+        return self._read_baseline(context, ident) if stored is None else stored
+
+    def _read_baseline(self, context: Context, ident: list[str]) -> int:
+        """Read the table's latest version now (0 without a table) and keep it as the baseline."""
+        store = context.get("task_state_store")
+        if store is None and self.mode == "reschedule":
             raise AirflowFailException(
                 "newer_than_baseline in mode='reschedule' needs context['task_state_store'] (Airflow 3.3+); "
                 "use mode='poke' or deferrable=True"
@@ -228,6 +236,11 @@ class LanceTableVersionSensor(_LanceBaseSensor):
 
     def poke(self, context: Context) -> PokeReturnValue:
         ident = self._ident()
+        if self.newer_than_baseline and self._stored_baseline(context) is None:
+            # the first poke: the latest version it reads is the baseline, which is not newer than itself, so
+            # one hook call answers the poke (a second would read the same storage again)
+            self._read_baseline(context, ident)
+            return PokeReturnValue(is_done=False)
         criteria = self._criteria(context, ident)
         done, found = self._guarded(self.hook.check_table_version, ident, **criteria)
         self.log.info("Lance table %s: version found %s, condition met: %s", format_identifier(ident), found, done)
@@ -239,5 +252,6 @@ class LanceTableVersionSensor(_LanceBaseSensor):
             table_id=ident,
             lance_conn_id=self.lance_conn_id,
             poll_interval=self.poke_interval,
+            wait_first=True,
             **self._criteria(context, ident),
         )

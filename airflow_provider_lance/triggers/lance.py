@@ -37,11 +37,13 @@ class _LanceBaseTrigger(BaseTrigger):
         table_id: str | Sequence[str],
         lance_conn_id: str = LanceHook.default_conn_name,
         poll_interval: float = 60.0,
+        wait_first: bool = False,
     ) -> None:
         super().__init__()
         self.table_id = parse_identifier(table_id)
         self.lance_conn_id = lance_conn_id
         self.poll_interval = float(poll_interval)
+        self.wait_first = bool(wait_first)
         self._hook: LanceHook | None = None
 
     def _get_hook(self) -> LanceHook:
@@ -57,12 +59,15 @@ class _LanceBaseTrigger(BaseTrigger):
             "table_id": list(self.table_id),
             "lance_conn_id": self.lance_conn_id,
             "poll_interval": self.poll_interval,
+            "wait_first": self.wait_first,
         }
 
     def _check(self) -> tuple[bool, dict[str, Any]]:
         raise NotImplementedError
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        if self.wait_first:  # the deferring sensor has just checked: a check now would read the same storage
+            await asyncio.sleep(self.poll_interval)
         while True:
             try:
                 done, payload = await asyncio.to_thread(self._check)
@@ -87,6 +92,7 @@ class LanceTableExistenceTrigger(_LanceBaseTrigger):
     :param table_id: Table identifier, dotted string or list of parts.
     :param lance_conn_id: Connection id of the namespace.
     :param poll_interval: Seconds between checks.
+    :param wait_first: Wait ``poll_interval`` before the first check (a sensor that defers has just checked).
     """
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -106,6 +112,7 @@ class LanceTableVersionTrigger(_LanceBaseTrigger):
     :param baseline: Fire when the latest version is newer than this.
     :param lance_conn_id: Connection id of the namespace.
     :param poll_interval: Seconds between checks.
+    :param wait_first: Wait ``poll_interval`` before the first check (a sensor that defers has just checked).
     """
 
     def __init__(
@@ -117,8 +124,11 @@ class LanceTableVersionTrigger(_LanceBaseTrigger):
         baseline: int | None = None,
         lance_conn_id: str = LanceHook.default_conn_name,
         poll_interval: float = 60.0,
+        wait_first: bool = False,
     ) -> None:
-        super().__init__(table_id=table_id, lance_conn_id=lance_conn_id, poll_interval=poll_interval)
+        super().__init__(
+            table_id=table_id, lance_conn_id=lance_conn_id, poll_interval=poll_interval, wait_first=wait_first
+        )
         self.version = None if version is None else int(version)
         self.min_version = None if min_version is None else int(min_version)
         self.baseline = None if baseline is None else int(baseline)

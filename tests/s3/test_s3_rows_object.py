@@ -1,7 +1,8 @@
 """Rows objects (rows_store.py, S3 tier): after each of our commits on S3 the rows of the new ``__manifest``
 version lie next to it, so that the first poke of a process on a machine that never read the catalog costs the
-freshness LIST and one GET. Requests are counted at a moto server of its own (benchmarks/s3_counter.py), whoever
-sends them (s3fs or pylance's object_store)."""
+freshness LIST and one GET (each sensor's poke on such a machine: tests/s3/test_s3_sensor_pokes.py). Requests are
+counted at a moto server of its own (benchmarks/s3_counter.py), whoever sends them (s3fs or pylance's
+object_store)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,9 @@ from typing import Any
 import boto3
 import lance
 import lance_namespace as ln
-import pyarrow as pa
 import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
-from airflow_provider_lance.hooks.lance import LanceHook
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.maintenance import maintain_manifest
 from airflow_provider_lance.namespace.rows_store import ROWS_DIR
@@ -61,70 +60,6 @@ def _opened(ns: DirectoryNamespace) -> bool:
     """Whether the instance opened ``__manifest`` with pylance (rather than answering from rows)."""
     current = ns.manifest._snapshots._current
     return current is not None and current._dataset is not None
-
-
-def _hook(props: dict[str, str], **extra: str) -> LanceHook:
-    """A sensor's hook in a new process: a new namespace object (what benchmarks/run.py pokes through)."""
-    hook = LanceHook()
-    hook.__dict__["namespace"] = DirectoryNamespace(**props, **extra)
-    return hook
-
-
-def _catalog(props: dict[str, str]) -> None:
-    """The poke benchmark's catalog, small: ``bench`` with tables, ``bench.data`` holding one version, and a
-    declared root table ``r`` (a manifest row)."""
-    ns = DirectoryNamespace(**props)
-    ns.create_namespace(ln.CreateNamespaceRequest(id=["bench"]))
-    for i in range(5):
-        ns.declare_table(ln.DeclareTableRequest(id=["bench", f"t{i}"]))
-    ns.declare_table(ln.DeclareTableRequest(id=["r"]))
-    location = ns.declare_table(ln.DeclareTableRequest(id=["bench", "data"])).location
-    lance.write_dataset(pa.table({"x": [1]}), location, mode="append", storage_options=_options(props))
-
-
-POKES = [  # (case, sensor's hook call, answer, requests of a cold first poke)
-    ("table exists", lambda h: h.check_table_exists(["bench", "data"]), True, {"LIST": 1, "GET": 1}),
-    ("not yet (child namespace)", lambda h: h.check_table_exists(["bench", "nope"]), False, {"LIST": 1, "GET": 1}),
-    ("root table exists", lambda h: h.check_table_exists(["r"]), True, {"LIST": 1}),  # its directory
-    ("min_version: no table", lambda h: h.check_table_version(["bench", "nope"], min_version=1), (False, None),
-     {"LIST": 1, "GET": 1}),
-    # a second listing by design, warm as well: the directory of a root table without a row, the table's
-    # own _versions/ without table version management
-    ("not yet (root table)", lambda h: h.check_table_exists(["nope"]), False, {"LIST": 2, "GET": 1}),
-    ("min_version: latest", lambda h: h.check_table_version(["bench", "data"], min_version=1), (True, 1),
-     {"LIST": 2, "GET": 1}),
-    ("version=1", lambda h: h.check_table_version(["bench", "data"], version=1), (True, 1), {"LIST": 2, "GET": 1}),
-    ("version=2: not yet", lambda h: h.check_table_version(["bench", "data"], version=2), (False, None),
-     {"LIST": 2, "GET": 1}),
-]  # fmt: skip
-
-
-def test_a_cold_first_poke_costs_the_listing_and_one_get(server: CountingS3Server, props: dict[str, str]) -> None:
-    _catalog(props)
-    assert len(_keys(server, props, ROWS_DIR)) >= 1
-    counts = {}
-    for case, poke, answer, _ in POKES:
-        hook = _hook(props)
-        with server.counting() as requests:
-            assert poke(hook) == answer, case
-        counts[case] = dict(requests)
-        assert not _opened(hook.namespace), case
-    assert counts == {case: expected for case, _, _, expected in POKES}
-
-
-def test_a_version_of_a_managed_table_pokes_cold_at_two_requests(
-    server: CountingS3Server, props: dict[str, str]
-) -> None:
-    props = {**props, "table_version_management": "true", "credential_vending_enabled": "true"}
-    ns = DirectoryNamespace(**props)
-    ns.create_namespace(ln.CreateNamespaceRequest(id=["w"]))
-    lance.write_dataset(pa.table({"x": [1]}), namespace_client=ns, table_id=["w", "t"], mode="create")
-    lance.write_dataset(pa.table({"x": [2]}), namespace_client=ns, table_id=["w", "t"], mode="append")
-
-    hook = _hook(props)
-    with server.counting() as requests:
-        assert hook.check_table_version(["w", "t"], version=2) == (True, 2)  # its table_version row
-    assert dict(requests) == {"LIST": 1, "GET": 1}
 
 
 def test_a_commit_writes_one_object_for_its_version_and_the_writers_machine_cache(

@@ -157,6 +157,7 @@ def test_deferrable_defers_with_trigger(hook):
         "table_id": ["t"],
         "lance_conn_id": "lance_default",
         "poll_interval": 7.0,
+        "wait_first": True,
         "version": None,
         "min_version": None,
         "baseline": 1,

@@ -6,6 +6,8 @@ import asyncio
 import importlib
 import json
 
+import pytest
+
 from airflow_provider_lance.triggers.lance import LanceTableExistenceTrigger, LanceTableVersionTrigger
 from tests.airflow_helpers import write_table
 
@@ -38,6 +40,7 @@ def test_serialize_round_trip():
         "table_id": ["a", "b"],
         "lance_conn_id": "c",
         "poll_interval": 5.0,
+        "wait_first": False,
         "version": None,
         "min_version": 3,
         "baseline": None,
@@ -62,6 +65,26 @@ def test_existence_trigger_waits_then_fires(hook):
         return await asyncio.wait_for(task, 10)
 
     assert asyncio.run(_run()).payload["status"] == "success"
+
+
+def test_a_trigger_that_waits_first_checks_nothing_before_its_interval(hook):
+    """A deferring sensor has just checked: its trigger's first check comes one interval later, not at once."""
+    write_table(hook.namespace, ["t"])
+    waiting = LanceTableExistenceTrigger(table_id="t", poll_interval=3600, wait_first=True)
+    assert _round_trip(waiting).serialize() == waiting.serialize()
+
+    async def _run():
+        agen = waiting.run()
+        try:
+            await asyncio.wait_for(agen.__anext__(), 0.5)
+        finally:
+            await agen.aclose()
+
+    with pytest.raises(TimeoutError):  # nothing within the first half second of an hour's interval
+        asyncio.run(_run())
+    assert waiting._hook is None  # no check made: the hook is built by the first one
+    event = _first_event(LanceTableExistenceTrigger(table_id="t", poll_interval=3600))
+    assert event.payload["status"] == "success"  # without wait_first: checked at once
 
 
 def test_version_trigger_fires_with_version(hook):
