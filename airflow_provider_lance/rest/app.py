@@ -32,11 +32,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from airflow_provider_lance.namespace.operation import validated_requests
 from airflow_provider_lance.rest import changes as feed
 from airflow_provider_lance.rest.authentication import AuthenticationMiddleware, principal_of
 from airflow_provider_lance.rest.authorization import Authorizer, denied_page
 from airflow_provider_lance.rest.metrics import ServerMetrics
-from airflow_provider_lance.rest.principals import Principals, PrincipalStore
+from airflow_provider_lance.rest.principals import Principal, Principals, PrincipalStore
 from airflow_provider_lance.rest.requests import build_request
 from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
 from airflow_provider_lance.rest.routes import ROUTES, match_route
@@ -190,7 +191,7 @@ class NamespaceService:
             if route.operation == "declare_table" and self.declares is not None:
                 result = await self.declares.submit(request)
             else:
-                result = await self.run(lambda: self.authorizer.execute(principal, route.operation, *args))
+                result = await self.run(functools.partial(self._execute, principal, route.operation, args))
         except _RequestError as error:
             return error.response()
         except Exception as error:  # every failure becomes the protocol's error body, never a traceback
@@ -201,6 +202,12 @@ class NamespaceService:
             return exception_response(error, route.operation, request_id)
         admission.audit("ok", request_id)
         return result_response(route.operation, result, self.settings.vend_credentials)
+
+    def _execute(self, principal: Principal | None, operation: str, args: tuple[Any, ...]) -> Any:
+        """An admitted request on a server thread; the engine takes the request model as build_request made it
+        (validated, changed only by validated assignment) instead of validating it again."""
+        with validated_requests(args[:1]):
+            return self.authorizer.execute(principal, operation, *args)
 
     async def run(self, call: Callable[[], _R]) -> _R:
         """``call()`` on one of the server's threads (at most ``threads`` at once; the rest queue)."""
@@ -289,13 +296,18 @@ class _DeclareBatches:
             asyncio.get_running_loop().create_task(self._drain())
         return await future
 
+    def _declare(self, requests: list[Any]) -> list[Any]:
+        """One engine call for a batch (on a server thread), its requests taken as build_request made them."""
+        with validated_requests(requests):
+            return self._declare_tables(requests)
+
     async def _drain(self) -> None:
         try:
             while self._waiting:
                 batch, self._waiting = self._waiting[:_MAX_BATCH], self._waiting[_MAX_BATCH:]
                 requests = [request for request, _ in batch]
                 try:
-                    outcomes = await self._service.run(functools.partial(self._declare_tables, requests))
+                    outcomes = await self._service.run(functools.partial(self._declare, requests))
                 except Exception as error:  # the call failed as a whole: every request shares the error
                     outcomes = [error] * len(batch)
                 for (_, future), outcome in zip(batch, outcomes, strict=True):
