@@ -184,7 +184,8 @@ class NamespaceService:
         admission = None
         try:
             body = await self._read_body(scope, receive)
-            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+            query_string = scope.get("query_string", b"")
+            query = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True) if query_string else []
             request, data = build_request(route, path_params, query, body)
             admission = self.authorizer.admit(principal, route.operation, request, request_id)
             args = (request,) if data is None else (request, data)
@@ -354,8 +355,7 @@ class RequestContextMiddleware:
             self.metrics.in_flight.dec()
             elapsed = time.perf_counter() - started
             operation = state.get("operation", "none")
-            self.metrics.requests.labels(operation, str(status)).inc()
-            self.metrics.latency.labels(operation).observe(elapsed)
+            self.metrics.served(operation, status, elapsed)
             access_log.info(
                 "%s %s %s %d %.1fms %s", request_id, scope["method"], scope["path"], status, elapsed * 1000, operation
             )
