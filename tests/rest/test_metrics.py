@@ -20,8 +20,8 @@ def test_requests_are_counted_by_operation_and_status(tmp_path: Path) -> None:
         assert client.post("/v1/table/n$missing/describe", json={}).status_code == 404
         assert client.post("/v1/nowhere", json={}).status_code == 404
         metrics = client.get("/metrics").text
-    samples = dict(line.rsplit(" ", 1) for line in metrics.splitlines() if not line.startswith("#"))
-    samples = {name: float(value) for name, value in samples.items()}
+    lines = [line.rsplit(" ", 1) for line in metrics.splitlines() if not line.startswith("#")]
+    samples = {name: float(value) for name, value in lines}
     assert samples['lance_rest_requests_total{operation="create_namespace",status="200"}'] == 1
     assert samples['lance_rest_requests_total{operation="list_tables",status="200"}'] == 3
     assert samples['lance_rest_requests_total{operation="describe_table",status="404"}'] == 2
