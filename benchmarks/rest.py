@@ -12,8 +12,10 @@ group commit goal), and the HTTP and storage requests of sensor pokes through RE
 describe from 32 clients with a principals file against the same server without one (issue 30), and what a token
 principal costs against a hashed secret (issue 41): the server CPU per describe from 32 clients presenting a
 Kubernetes-style JWT against the same clients presenting a static secret, and in process the authentication of a
-known token, of a known secret and the verification of a new token (RS256, ES256). ``report`` says of each goal
-whether it is met.
+known token, of a known secret and the verification of a new token (RS256, ES256). Issue 42's row
+(``rest_authenticated``): the mixed load from 8 threads in managed mode, our server with JWT authentication against
+the reference, over interleaved rounds, with an older commit's server alongside when ``BENCH_REST_BEFORE`` names a
+checkout of it. ``report`` says of each goal whether it is met.
 
 ``python -m benchmarks.rest`` runs it alone and rewrites its section of ``docs/benchmarks.md``;
 ``BENCH_QUICK=1`` for a smoke run.
@@ -21,6 +23,7 @@ whether it is met.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import multiprocessing
@@ -89,14 +92,15 @@ class _Server:
 
 
 @contextmanager
-def ours(properties: dict[str, str], *args: str) -> Iterator[_Server]:
+def ours(properties: dict[str, str], *args: str, env: dict[str, str] | None = None) -> Iterator[_Server]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(properties, handle)
     server = _Server(
         [
             str(Path(sys.executable).with_name("lance-namespace-server")),
             *("--port", "0", "--no-page", "--properties-file", handle.name, "--log-level", "warning", *args),
-        ]
+        ],
+        env,
     )
     try:
         yield server
@@ -280,7 +284,9 @@ def _token_document(issuer: Any, secret: str, admin: str, level: str) -> dict[st
 
 
 @contextmanager
-def _secured(work: Path, name: str, properties: dict[str, str], level: str) -> Iterator[dict[str, Any]]:
+def _secured(
+    work: Path, name: str, properties: dict[str, str], level: str, env: dict[str, str] | None = None
+) -> Iterator[dict[str, Any]]:
     """Our server with the principals of :func:`_token_document` (``level`` on the namespace), its catalog
     populated: ``secret`` and ``token`` are the same server process, its clients presenting a static secret or
     a service-account JWT (the JWKS fetched and the token verified before this yields); ``issuer``,
@@ -294,7 +300,7 @@ def _secured(work: Path, name: str, properties: dict[str, str], level: str) -> I
         path = work / f"{name}-principals.json"
         path.write_text(json.dumps(document))
         jwt_token = issuer.token(service_account("team0", "worker"), lifetime=3600)
-        with ours({**properties, "root": str(work / name)}, "--principals-file", str(path)) as by_secret:
+        with ours({**properties, "root": str(work / name)}, "--principals-file", str(path), env=env) as by_secret:
             by_secret.token = admin
             _populate(by_secret)
             by_secret.token = secret
@@ -327,7 +333,8 @@ def _token_principals(work: Path) -> dict[str, Any]:
 
 
 AUTHENTICATED = "rest_authenticated"  # the results key's prefix (BENCH_ONLY=rest_authenticated) and marker
-AUTHENTICATED_LABEL = os.environ.get("BENCH_REST_LABEL", "after")  # "before": run with the old package first
+# a checkout of an older commit whose server is measured alongside (its package first on PYTHONPATH)
+AUTHENTICATED_BEFORE = os.environ.get("BENCH_REST_BEFORE", "")
 AUTHENTICATED_CLIENTS = 8  # issue 42's load: one client process of 8 threads
 AUTHENTICATED_ROUNDS = 2 if QUICK else 5  # interleaved rounds (the issue asks for the median of at least 5)
 
@@ -337,17 +344,23 @@ def authenticated_mixed(work: Path) -> dict[str, Any]:
     ``AUTHENTICATED_CLIENTS`` threads, both servers in managed mode, ours **with** authentication (the clients
     present a service-account JWT to a principals file of ``PRINCIPALS`` secret and as many token principals)
     against the reference ``RestAdapter`` (which has none), ``AUTHENTICATED_ROUNDS`` rounds, each alternating
-    chunks between the two; calls/s and the server CPU per call of each round.
+    chunks between them; calls/s and the server CPU per call of each round. With ``BENCH_REST_BEFORE`` (a
+    checkout of an older commit) that commit's server is measured too, in the same chunks (``before``).
 
     :param work: a directory for the catalogs.
     """
     rounds: list[dict[str, dict[str, float]]] = []
-    with (
-        _secured(work, "auth-ours", {"table_version_management": "true"}, "write") as secured,
-        reference({"root": str(work / "auth-reference"), "table_version_tracking_enabled": "true"}) as theirs,
-    ):
+    managed = {"table_version_management": "true"}
+    with contextlib.ExitStack() as stack:
+        servers = {"ours": stack.enter_context(_secured(work, "auth-ours", managed, "write"))["token"]}
+        if AUTHENTICATED_BEFORE:
+            older = _secured(work, "auth-before", managed, "write", {"PYTHONPATH": AUTHENTICATED_BEFORE})
+            servers["before"] = stack.enter_context(older)["token"]
+        theirs = stack.enter_context(
+            reference({"root": str(work / "auth-reference"), "table_version_tracking_enabled": "true"})
+        )
         _populate(theirs)
-        servers = {"ours": secured["token"], "reference": theirs}
+        servers["reference"] = theirs
         for round_ in range(AUTHENTICATED_ROUNDS):
             rounds.append(_measure(servers, AUTHENTICATED_CLIENTS, "mixed", f"a{round_}_"))
     return {"clients": AUTHENTICATED_CLIENTS, "rounds": rounds}
@@ -727,83 +740,74 @@ AUTHENTICATED_NOTES = [
 ]
 
 
-def _authenticated_runs(results: dict[str, Any]) -> dict[str, Any]:
-    """The runs of :func:`authenticated_mixed` by label, ``before`` first."""
-    runs = {key.split("/", 1)[1]: value for key, value in results.items() if key.startswith(f"{AUTHENTICATED}/")}
-    return dict(sorted(runs.items(), key=lambda item: (item[0] != "before", item[0])))
-
-
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def _authenticated_summary(run: dict[str, Any]) -> dict[str, Any]:
-    """Median and spread over the rounds of one run: ours ÷ reference calls/s, and each server's CPU per call."""
+_AUTHENTICATED_SERVERS = {"before": "ours, before issue 42", "ours": "ours", "reference": "reference RestAdapter"}
+
+
+def _authenticated_summary(run: dict[str, Any], server: str) -> dict[str, Any]:
+    """Over the rounds of a run, for one server: calls/s, calls/s ÷ the reference's and server CPU per call,
+    each as (median, min, max)."""
     rounds = run["rounds"]
-    ratios = [r["ours"]["per_s"] / r["reference"]["per_s"] for r in rounds]
+
+    def spread(values: list[float]) -> tuple[float, float, float]:
+        return _median(values), min(values), max(values)
+
     return {
-        "ratio": _median(ratios),
-        "ratios": ratios,
-        **{
-            f"{name}_{key}": _median([r[name][key] for r in rounds])
-            for name in SERVERS
-            for key in ("per_s", "server_cpu_us")
-        },
+        "per_s": spread([r[server]["per_s"] for r in rounds]),
+        "ratio": spread([r[server]["per_s"] / r["reference"]["per_s"] for r in rounds]),
+        "server_cpu_us": spread([r[server]["server_cpu_us"] for r in rounds]),
     }
 
 
 def authenticated_targets(results: dict[str, Any]) -> list[Target]:
-    """Issue 42's goal, on the run labelled ``after`` (or the latest other label)."""
-    runs = _authenticated_runs(results)
-    if not runs:
+    """Issue 42's goal, when measured."""
+    run = results.get(AUTHENTICATED)
+    if not run:
         return []
-    summary = _authenticated_summary(runs.get("after") or list(runs.values())[-1])
+    ours_, theirs = _authenticated_summary(run, "ours"), _authenticated_summary(run, "reference")
     return [
         Target(
             f"REST mixed load, {AUTHENTICATED_CLIENTS} client threads, managed mode: ours **with** authentication (JWT)"
             " ÷ the reference RestAdapter, calls/s (median of the interleaved rounds)",
             "≥ 1.0x",
-            f"{summary['ratio']:.2f}x (rounds {', '.join(f'{x:.2f}' for x in summary['ratios'])}; server CPU"
-            f" {summary['ours_server_cpu_us']:.0f} µs/call ours, {summary['reference_server_cpu_us']:.0f} µs/call"
-            " the reference)",
-            summary["ratio"] >= 1.0,
+            f"{ours_['ratio'][0]:.2f}x ({ours_['ratio'][1]:.2f}-{ours_['ratio'][2]:.2f}); server CPU"
+            f" {ours_['server_cpu_us'][0]:.0f} µs/call ours, {theirs['server_cpu_us'][0]:.0f} µs/call the reference",
+            ours_["ratio"][0] >= 1.0,
         )
     ]
 
 
 def authenticated_report(results: dict[str, Any]) -> str:
-    """The markdown of issue 42's REST row: each run (label), its rounds' medians and spread."""
+    """The markdown of issue 42's REST row: each server's medians and spread over the rounds."""
+    run = results[AUTHENTICATED]
     lines = [
         "## REST server: CPU per request, authenticated, managed mode (issue 42)",
         "",
         f"The mixed load (a declare among a describe, an exists and a list, call by call) from one process of"
-        f" {AUTHENTICATED_CLIENTS} threads of pylance's `RestNamespace`, both servers in managed mode ({TABLES}"
+        f" {AUTHENTICATED_CLIENTS} threads of pylance's `RestNamespace`, the servers in managed mode ({TABLES}"
         " tables declared first, local disk): ours with a principals file of"
         f" {PRINCIPALS} secret and {PRINCIPALS} token principals, the clients presenting a service-account JWT"
         " (a Kubernetes-style issuer on loopback), against the reference `RestAdapter`, which has no"
-        f" authentication. {AUTHENTICATED_ROUNDS} rounds of {OPS_PER_KIND} calls per server, each round in"
-        f" {CHUNKS['read']} chunks alternating between the servers; medians over the rounds (min-max in brackets)."
-        " Server CPU = the server process's CPU time per call (`/proc/<pid>/stat`), which other load distorts"
-        " less than throughput. *before* is the server of the commit before issue 42's changes"
-        " (`BENCH_REST_LABEL=before`, that commit's package first on `PYTHONPATH`), measured in the same hour.",
+        f" authentication. {len(run['rounds'])} rounds of {OPS_PER_KIND} calls per server, each round in"
+        f" {CHUNKS['read']} chunks alternating between the servers (all of them meet the same outside load);"
+        " medians over the rounds, min-max in brackets. Server CPU = the server process's CPU time per call"
+        " (`/proc/<pid>/stat`), which other load distorts less than throughput. *Before* is the server of the"
+        " commit before issue 42's changes, measured in the same chunks (`BENCH_REST_BEFORE=<a checkout of it>`).",
         "",
-        "| run | ours calls/s | reference calls/s | ours ÷ reference | ours server CPU µs/call |"
-        " reference server CPU µs/call |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| server | calls/s | ÷ reference | server CPU µs/call |",
+        "|---|---:|---:|---:|",
     ]
-    for label, run in _authenticated_runs(results).items():
-        rounds = run["rounds"]
-        summary = _authenticated_summary(run)
-
-        def spread(name: str, key: str, rounds: list[Any] = rounds) -> str:
-            values = [r[name][key] for r in rounds]
-            return f"{_median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
-
-        ratios = summary["ratios"]
+    for server, title in _AUTHENTICATED_SERVERS.items():
+        if server not in run["rounds"][0]:
+            continue
+        summary = _authenticated_summary(run, server)
+        per_s, ratio, cpu = summary["per_s"], summary["ratio"], summary["server_cpu_us"]
         lines.append(
-            f"| {label} | {spread('ours', 'per_s')} | {spread('reference', 'per_s')} |"
-            f" {summary['ratio']:.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) | {spread('ours', 'server_cpu_us')} |"
-            f" {spread('reference', 'server_cpu_us')} |"
+            f"| {title} | {per_s[0]:.0f} ({per_s[1]:.0f}-{per_s[2]:.0f}) | {ratio[0]:.2f}x ({ratio[1]:.2f}-"
+            f"{ratio[2]:.2f}) | {cpu[0]:.0f} ({cpu[1]:.0f}-{cpu[2]:.0f}) |"
         )
     lines += ["", *(paragraph for note in AUTHENTICATED_NOTES for paragraph in (note, ""))]
     lines += ["| goal | measured | met |", "|---|---|---|"]
@@ -819,7 +823,7 @@ def jobs(work: Path) -> list[Job]:
 
     :param work: the run's directory for catalogs.
     """
-    return [("rest", run), (f"{AUTHENTICATED}/{AUTHENTICATED_LABEL}", lambda: authenticated_mixed(work))]
+    return [("rest", run), (AUTHENTICATED, lambda: authenticated_mixed(work))]
 
 
 def targets(results: dict[str, Any]) -> list[Target]:
@@ -832,7 +836,7 @@ def targets(results: dict[str, Any]) -> list[Target]:
 def section(results: dict[str, Any]) -> list[str]:
     """The sections in the page (between their markers), when measured."""
     lines = [marked("rest", report(results["rest"])), ""] if "rest" in results else []
-    if _authenticated_runs(results):
+    if AUTHENTICATED in results:
         lines += [marked(AUTHENTICATED, authenticated_report(results)), ""]
     return lines
 
