@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_lance.rest.http_protocol import OneWriteHttpToolsProtocol, _TurnTransport
+from airflow_provider_lance.rest.http_protocol import HOLD_BYTES, OneWriteHttpToolsProtocol, _TurnTransport
 
 
 class _Recorder(asyncio.Transport):
@@ -57,6 +57,20 @@ def test_one_turn_is_one_write() -> None:
 
     real = asyncio.run(scenario())
     assert real.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}", b"next"]
+
+
+def test_a_large_body_is_not_held() -> None:
+    async def scenario() -> _Recorder:
+        real = _Recorder()
+        transport = _TurnTransport(real, asyncio.get_running_loop())
+        transport.write(b"head")
+        transport.write(b"x" * HOLD_BYTES)  # out at once, with what was held before it
+        assert real.writes == [b"head" + b"x" * HOLD_BYTES] and transport.get_write_buffer_size() == 0
+        transport.write(b"tail")
+        await _turn()
+        return real
+
+    assert asyncio.run(scenario()).writes[1:] == [b"tail"]
 
 
 def test_close_writes_what_is_held_and_abort_drops_it() -> None:
