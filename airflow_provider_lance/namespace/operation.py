@@ -4,10 +4,11 @@ operation runs on a Python thread inside one ``__manifest`` check-out, and failu
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -28,6 +29,26 @@ _BRANCH_FIELDS = frozenset({"branch", "from_branch"})
 _Response = TypeVar("_Response")
 
 
+# The ids of the request models the caller vouches for (see validated_requests)
+_VOUCHED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar("vouched_requests", default=frozenset())
+
+
+@contextmanager
+def validated_requests(requests: Collection[pydantic.BaseModel]) -> Iterator[None]:
+    """Within the block, the engine takes these request models as they are instead of validating them again:
+    their caller built each with ``model_validate`` and changed it only by assignment, which the models
+    validate (``validate_assignment``), as the REST server does (rest/requests.py, rest/authorization.py).
+    Any other model, one built with ``model_construct`` or changed in place, is still dumped and validated.
+
+    :param requests: The models, alive for the whole block (they are known by identity).
+    """
+    token = _VOUCHED.set(frozenset(map(id, requests)))
+    try:
+        yield
+    finally:
+        _VOUCHED.reset(token)
+
+
 def coerce_request(request: Any, model: type[_Request]) -> _Request:
     """A request model from a model, a dict (pylance calls back with dicts) or nothing; a branch of ``""`` or
     ``"main"`` (in the request or in a request it holds) becomes no branch: the main line, as in the reference."""
@@ -38,6 +59,8 @@ def _validated(request: Any, model: type[_Request]) -> _Request:
     if request is None:
         return model()
     if isinstance(request, model):
+        if id(request) in _VOUCHED.get():
+            return request
         # a model built with model_construct (or changed after construction) skipped validation: validate now
         request = request.model_dump(by_alias=True, warnings=False, exclude_unset=True)
     elif isinstance(request, dict):
@@ -53,7 +76,7 @@ def _validated(request: Any, model: type[_Request]) -> _Request:
 def _on_main_line(request: _Request) -> _Request:
     """``request`` with each branch field naming the main line (``""``, ``"main"``) set to None, in the request
     and in the requests it holds (BatchCreateTableVersions' entries, BatchCommitTables' operations)."""
-    for name in type(request).model_fields:
+    for name in _main_line_fields(type(request)):
         value = getattr(request, name)
         if name in _BRANCH_FIELDS and value is not None and is_main(value):
             setattr(request, name, None)
@@ -63,6 +86,22 @@ def _on_main_line(request: _Request) -> _Request:
             for item in value:
                 _on_main_line(item)
     return request
+
+
+@functools.cache
+def _main_line_fields(model: type[pydantic.BaseModel]) -> tuple[str, ...]:
+    """The fields of a model that :func:`_on_main_line` looks at: the branch fields and those whose type may hold
+    a model (the other fields never hold a branch)."""
+    return tuple(
+        name for name, info in model.model_fields.items() if name in _BRANCH_FIELDS or _may_hold_model(info.annotation)
+    )
+
+
+def _may_hold_model(annotation: Any) -> bool:
+    """Whether a field of this type may hold a pydantic model (``Any`` may)."""
+    if annotation is Any or (isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel)):
+        return True
+    return any(_may_hold_model(argument) for argument in typing.get_args(annotation))
 
 
 @functools.cache

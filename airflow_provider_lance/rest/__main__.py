@@ -34,6 +34,7 @@ try:
     from uvicorn.supervisors.multiprocess import Process
 
     from airflow_provider_lance.rest.app import ServerSettings, create_app
+    from airflow_provider_lance.rest.http_protocol import OneWriteHttpToolsProtocol
 except ModuleNotFoundError as error:  # installed without the server extra: say which one to add
     raise missing_extra("server", error) from None
 
@@ -281,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         ssl_certfile=args.tls_certfile,
         ssl_keyfile=args.tls_keyfile,
         server_header=False,
+        http=OneWriteHttpToolsProtocol,  # a response in one socket write (rest/http_protocol.py)
     )
     scheme = "https" if args.tls_certfile else "http"
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host

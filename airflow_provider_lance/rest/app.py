@@ -32,11 +32,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from airflow_provider_lance.namespace.operation import validated_requests
 from airflow_provider_lance.rest import changes as feed
 from airflow_provider_lance.rest.authentication import AuthenticationMiddleware, principal_of
 from airflow_provider_lance.rest.authorization import Authorizer, denied_page
 from airflow_provider_lance.rest.metrics import ServerMetrics
-from airflow_provider_lance.rest.principals import Principals, PrincipalStore
+from airflow_provider_lance.rest.principals import Principal, Principals, PrincipalStore
 from airflow_provider_lance.rest.requests import build_request
 from airflow_provider_lance.rest.responses import error_response, exception_response, result_response
 from airflow_provider_lance.rest.routes import ROUTES, match_route
@@ -183,14 +184,15 @@ class NamespaceService:
         admission = None
         try:
             body = await self._read_body(scope, receive)
-            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+            query_string = scope.get("query_string", b"")
+            query = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True) if query_string else []
             request, data = build_request(route, path_params, query, body)
             admission = self.authorizer.admit(principal, route.operation, request, request_id)
             args = (request,) if data is None else (request, data)
             if route.operation == "declare_table" and self.declares is not None:
                 result = await self.declares.submit(request)
             else:
-                result = await self.run(lambda: self.authorizer.execute(principal, route.operation, *args))
+                result = await self.run(functools.partial(self._execute, principal, route.operation, args))
         except _RequestError as error:
             return error.response()
         except Exception as error:  # every failure becomes the protocol's error body, never a traceback
@@ -203,6 +205,12 @@ class NamespaceService:
         if admission.writes and self.feed is not None:
             self.feed.wake()  # its waiting clients see the commit now, not at their next poll
         return result_response(route.operation, result, self.settings.vend_credentials)
+
+    def _execute(self, principal: Principal | None, operation: str, args: tuple[Any, ...]) -> Any:
+        """An admitted request on a server thread; the engine takes the request model as build_request made it
+        (validated, changed only by validated assignment) instead of validating it again."""
+        with validated_requests(args[:1]):
+            return self.authorizer.execute(principal, operation, *args)
 
     async def run(self, call: Callable[[], _R]) -> _R:
         """``call()`` on one of the server's threads (at most ``threads`` at once; the rest queue)."""
@@ -291,13 +299,18 @@ class _DeclareBatches:
             asyncio.get_running_loop().create_task(self._drain())
         return await future
 
+    def _declare(self, requests: list[Any]) -> list[Any]:
+        """One engine call for a batch (on a server thread), its requests taken as build_request made them."""
+        with validated_requests(requests):
+            return self._declare_tables(requests)
+
     async def _drain(self) -> None:
         try:
             while self._waiting:
                 batch, self._waiting = self._waiting[:_MAX_BATCH], self._waiting[_MAX_BATCH:]
                 requests = [request for request, _ in batch]
                 try:
-                    outcomes = await self._service.run(functools.partial(self._declare_tables, requests))
+                    outcomes = await self._service.run(functools.partial(self._declare, requests))
                 except Exception as error:  # the call failed as a whole: every request shares the error
                     outcomes = [error] * len(batch)
                 for (_, future), outcome in zip(batch, outcomes, strict=True):
@@ -344,8 +357,7 @@ class RequestContextMiddleware:
             self.metrics.in_flight.dec()
             elapsed = time.perf_counter() - started
             operation = state.get("operation", "none")
-            self.metrics.requests.labels(operation, str(status)).inc()
-            self.metrics.latency.labels(operation).observe(elapsed)
+            self.metrics.served(operation, status, elapsed)
             access_log.info(
                 "%s %s %s %d %.1fms %s", request_id, scope["method"], scope["path"], status, elapsed * 1000, operation
             )

@@ -141,7 +141,7 @@ class Admission:
     def audit(self, outcome: str, request_id: str) -> None:
         """One audit line for a write (principal, with a token's subject; operation, objects, outcome); never a
         secret."""
-        if self.writes:
+        if self.writes and audit_log.isEnabledFor(logging.INFO):  # the ids are not written out for nothing
             audit_log.info(
                 "%s %s %s %s %s",
                 request_id,

@@ -9,6 +9,7 @@ reaches ``/metrics``. With several worker processes prometheus_client's multipro
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 
@@ -45,6 +46,23 @@ class ServerMetrics:
             registry=self.registry,
             multiprocess_mode="livesum",
         )
+        # the labelled series of each (operation, status) answered so far: a bounded set (operation names and
+        # the statuses the server answers), each looked up in the metrics once
+        self._served: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+    def served(self, operation: str, status: int, seconds: float) -> None:
+        """One request answered: counted by operation and status, its latency observed by operation.
+
+        :param operation: The operation name (``none`` for a request that matched none).
+        :param status: The HTTP status answered.
+        :param seconds: How long the request took.
+        """
+        series = self._served.get((operation, status))
+        if series is None:
+            series = (self.requests.labels(operation, str(status)), self.latency.labels(operation))
+            self._served[(operation, status)] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def exposition(self) -> bytes:
         """The text exposition of every worker's samples (this process's when there is one worker)."""
