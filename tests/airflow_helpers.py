@@ -189,7 +189,7 @@ def set_conn(monkeypatch: pytest.MonkeyPatch, lance_root: Path):
     """Set ``AIRFLOW_CONN_<ID>`` for a lance connection: ``set_conn(impl, conn_id=..., **fields)``.
 
     ``impl="rest"``: our engine on the root (with the connection's extra as its properties) behind our REST
-    server with a bearer token (the connection's password, or a default one); the connection names the
+    app (on a port of the process's shared test server) with a bearer token (the connection's password, or a default one); the connection names the
     server (host = its URI, password = the token), as a user's would."""
     from contextlib import ExitStack
 
@@ -204,7 +204,8 @@ def set_conn(monkeypatch: pytest.MonkeyPatch, lance_root: Path):
                 token = fields.pop("password", None) or "rest-test-token"
                 properties = {k: str(v) for k, v in (fields.pop("extra", None) or {}).items()}
                 engine = DirectoryNamespace(root=str(root or lance_root), **properties)
-                url = servers.enter_context(serve_namespace(engine, ServerSettings(tokens=frozenset({token}))))
+                settings = ServerSettings(tokens=frozenset({token}))
+                url = servers.enter_context(serve_namespace(engine, settings, shared=True))
                 monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", conn_json(url, "rest", password=token, **fields))
                 return
             monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", conn_json(root or lance_root, impl, **fields))
