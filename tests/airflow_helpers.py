@@ -189,8 +189,8 @@ def set_conn(monkeypatch: pytest.MonkeyPatch, lance_root: Path):
     """Set ``AIRFLOW_CONN_<ID>`` for a lance connection: ``set_conn(impl, conn_id=..., **fields)``.
 
     ``impl="rest"``: our engine on the root (with the connection's extra as its properties) behind our REST
-    app (on a port of the process's shared test server) with a bearer token (the connection's password, or a default one); the connection names the
-    server (host = its URI, password = the token), as a user's would."""
+    app (on a port of the process's shared test server) with a bearer token (the connection's password, or a
+    default one); the connection names the server (host = its URI, password = the token), as a user's would."""
     from contextlib import ExitStack
 
     with ExitStack() as servers:
