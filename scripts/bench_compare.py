@@ -2,13 +2,14 @@
 and after, within run-to-run spread).
 
 Each commit is exported with ``git archive`` into ``OUT/trees/<commit>`` (no worktree, nothing shared with this
-checkout) and gets its own venv from its own lock (``make venv``). Then, for ``--rounds`` rounds, every section
-runs once per commit as ``BENCH_ONLY=<section> python -m benchmarks`` in that commit's tree, the two commits in
-turn and in alternating order (A B, B A, A B, ...), so that a drift of the machine's speed falls on both. Each
-commit keeps its own ``BENCH_DIR`` (the scale sections cache their catalogs there between rounds; neither reads
-catalogs the other wrote). Every run's results file and its process figures (wall, user + sys CPU of the run and
-its children) go to ``OUT/runs``; ``OUT/summary.md`` gives, per section and per numeric result that varies, the
-median of each commit, the ratio after/before and the before commit's own spread (max/min over its rounds).
+checkout) and gets its own venv from its own lock (``make venv``). Then, for ``--rounds`` rounds, the sections
+run once per commit as ``BENCH_ONLY=<sections> python -m benchmarks`` in that commit's tree (one run: ``BENCH_ONLY``
+selects by prefix, so ``scale`` alone would run ``scale_managed`` too), the two commits in turn and in
+alternating order (A B, B A, A B, ...), so that a drift of the machine's speed falls on both. Each commit keeps
+its own ``BENCH_DIR`` (the scale sections cache their catalogs there between rounds; neither reads catalogs the
+other wrote). Every run's results and its process figures (wall, user + sys CPU of the run and its children) go
+to ``OUT/runs``; ``OUT/summary.md`` gives, per section and per numeric result that varies, the median of each
+commit, the ratio after/before and the before commit's own spread (max/min over its rounds).
 
 Run it on a quiet machine, from a checkout that has both commits::
 
@@ -50,15 +51,15 @@ def export(commit: str, out: Path) -> Path:
     return tree
 
 
-def run_section(tree: Path, section: str, quick: bool, bench_dir: Path) -> dict[str, Any]:
-    """One run of ``section`` in ``tree``: its results and the run's process figures.
+def run_benchmarks(tree: Path, sections: list[str], quick: bool, bench_dir: Path) -> dict[str, Any]:
+    """One run of ``sections`` in ``tree``: each section's results, and the run's process figures.
 
     :param tree: An exported commit with its venv.
-    :param section: The results key (``BENCH_ONLY``) of the section.
-    :param quick: Whether to run the smoke version.
+    :param sections: The results keys (``BENCH_ONLY``) of the sections.
+    :param quick: Whether to run the smoke versions.
     :param bench_dir: The commit's ``BENCH_DIR``.
     """
-    env = {**os.environ, "BENCH_ONLY": section, "BENCH_DIR": str(bench_dir)}
+    env = {**os.environ, "BENCH_ONLY": ",".join(sections), "BENCH_DIR": str(bench_dir)}
     env.pop("BENCH_MERGE", None)
     if quick:
         env["BENCH_QUICK"] = "1"
@@ -75,9 +76,15 @@ def run_section(tree: Path, section: str, quick: bool, bench_dir: Path) -> dict[
         "exit_code": completed.returncode,
         "wall_seconds": wall,
         "cpu_seconds": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-        "failed": results.get("_failed", {}).get(section),
-        "result": results.get(section),
         "pylance": results.get("pylance"),
+        "sections": {
+            section: {
+                "failed": results.get("_failed", {}).get(section),
+                "seconds": results.get("_seconds", {}).get(section),
+                "result": results.get(section),
+            }
+            for section in sections
+        },
     }
 
 
@@ -95,27 +102,35 @@ def leaves(value: Any, path: str = "") -> Iterator[tuple[str, float]]:
             yield from leaves(inner, f"{path}[{index}]")
 
 
-def summary(runs: dict[str, dict[str, list[dict[str, Any]]]], labels: tuple[str, str]) -> str:
-    """The Markdown comparison: per section, its process figures and every varying number of its results.
+def summary(runs: dict[str, list[dict[str, Any]]], labels: tuple[str, str]) -> str:
+    """The Markdown comparison: per section, its time and every varying number of its results.
 
-    :param runs: section -> commit label -> that commit's runs.
+    :param runs: commit label -> that commit's runs, in round order.
     :param labels: (before, after) labels.
     """
     before, after = labels
     lines = [f"# Benchmarks: {after} against {before}", ""]
-    for section, by_label in runs.items():
-        lines += [f"## {section}", "", f"| figure | {before} (median) | {after} (median) | ratio | {before} spread |"]
-        lines.append("|---|---|---|---|---|")
+    for label in labels:
+        lines.append(f"- {label}: pylance {', '.join(sorted({str(run['pylance']) for run in runs[label]}))}")
+    sections = list(runs[before][0]["sections"]) if runs[before] else []
+    for section in sections:
+        lines += ["", f"## {section}", ""]
         series: dict[str, dict[str, list[float]]] = {}
         for label in labels:
-            for run in by_label.get(label, []):
-                if run["failed"] or run["exit_code"]:
-                    lines.insert(2, f"**{label} failed**: {run['failed'] or 'exit code ' + str(run['exit_code'])}")
+            for run in runs[label]:
+                measured = run["sections"][section]
+                if measured["failed"] or measured["result"] is None:
+                    reason = measured["failed"] or f"no result (exit code {run['exit_code']})"
+                    lines.append(f"**{label} failed**: {reason}")
                     continue
-                numbers = {"run.wall_seconds": run["wall_seconds"], "run.cpu_seconds": run["cpu_seconds"]}
-                numbers.update(leaves(run["result"]))
+                numbers = dict(leaves(measured["result"]))
+                numbers["section seconds"] = measured["seconds"] or 0.0
                 for path, number in numbers.items():
                     series.setdefault(path, {}).setdefault(label, []).append(number)
+        lines += [
+            f"| figure | {before} (median) | {after} (median) | ratio | {before} spread |",
+            "|---|---|---|---|---|",
+        ]
         for path, values in series.items():
             first, second = values.get(before, []), values.get(after, [])
             if not first or not second or len(set(first + second)) == 1:
@@ -124,8 +139,7 @@ def summary(runs: dict[str, dict[str, list[dict[str, Any]]]], labels: tuple[str,
             ratio = f"{median_second / median_first:.2f}" if median_first else "-"
             spread = f"{max(first) / min(first):.2f}" if min(first) > 0 else "-"
             lines.append(f"| {path} | {median_first:.4g} | {median_second:.4g} | {ratio} | {spread} |")
-        lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -145,23 +159,22 @@ def main() -> int:
     labels = (f"{args.before} ({commits[0][:8]})", f"{args.after} ({commits[1][:8]})")
     out = args.out.resolve()
     trees = [export(commit, out) for commit in commits]
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    sections = list(filter(None, args.sections.split(",")))
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in labels}
     for round_number in range(args.rounds):
-        order = [0, 1] if round_number % 2 == 0 else [1, 0]
-        for section in filter(None, args.sections.split(",")):
-            for index in order:
-                bench_dir = out / "work" / commits[index][:12]
-                print(f"[compare] round {round_number + 1}: {section} on {labels[index]}", file=sys.stderr, flush=True)
-                run = run_section(trees[index], section, args.quick, bench_dir)
-                runs.setdefault(section, {}).setdefault(labels[index], []).append(run)
-                target = out / "runs" / section / f"{commits[index][:12]}-round{round_number + 1}.json"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(json.dumps(run, indent=1, default=str))
+        for index in [0, 1] if round_number % 2 == 0 else [1, 0]:
+            print(f"[compare] round {round_number + 1}: {labels[index]}", file=sys.stderr, flush=True)
+            run = run_benchmarks(trees[index], sections, args.quick, out / "work" / commits[index][:12])
+            runs[labels[index]].append(run)
+            target = out / "runs" / f"{commits[index][:12]}-round{round_number + 1}.json"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(run, indent=1, default=str))
     text = summary(runs, labels)
     (out / "summary.md").write_text(text)
     print(text)
-    every_run = [run for by_label in runs.values() for label_runs in by_label.values() for run in label_runs]
-    return 1 if any(run["failed"] or run["exit_code"] for run in every_run) else 0
+    every_run = [run for label_runs in runs.values() for run in label_runs]
+    failed = any(run["exit_code"] or any(m["failed"] for m in run["sections"].values()) for run in every_run)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
