@@ -47,8 +47,8 @@ class _Switchboard:
     """One uvicorn server of the test process listening on a few loopback ports, each serving the app a test put
     on it (the port a request came to is ``scope["server"]``): tests that need a server but not a process of its
     own share this one instead of starting one each (a start and stop cost 0.2 s of wall time and 0.04 s of CPU
-    here, 300 times in ``make test-fast``). The apps it serves have their lifespan off (their thread pools end
-    with them)."""
+    on this 2-core machine under load, about 300 times in ``make test-fast``). The apps it serves have their
+    lifespan off: their thread pools go when they are collected."""
 
     PORTS = 4  # the most servers one test has open at a time (two clients of one root, a connection per test)
 
