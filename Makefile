@@ -27,9 +27,13 @@ test-e2e: venv node-clients
 test-install: venv
 	$(VENV)/bin/pytest -p no:xdist -m install tests/packaging -s --durations=0  # -s: the versions each path ran
 
-# The inner loop: the unit tier (no moto, Spark, Airflow processes, browser or other clients; tests/conftest.py).
+# The inner loop: the unit tier (no moto, Spark, Airflow processes, browser or other clients; tests/conftest.py),
+# with the spec fuzz test's smaller budget (every operation, 5 generated requests instead of 25: the fuzzer's
+# request generation was 45 s of CPU, the largest item of the tier). Python may cache the bytecode of the test
+# modules (pytest's assertion rewriting) even where the environment says not to: each of the two workers
+# compiled them again on every run, 5 s of CPU each.
 test-fast: venv
-	$(VENV)/bin/pytest -n 2 -m unit
+	env -u PYTHONDONTWRITEBYTECODE LANCE_FUZZ_EXAMPLES=5 $(VENV)/bin/pytest -n 2 -m unit
 
 # The Node client tests (tests/clients/test_node.py): Debian's nodejs and npm, then the locked packages (again
 # only when the lock file changes: npm ci writes node_modules/.package-lock.json).

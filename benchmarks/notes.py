@@ -114,7 +114,13 @@ baseline); `BENCH_SCALE_MANAGED_SHAPES=10000x100,100x10000` picks the managed-mo
 100 is always measured: the flatness baseline); `BENCH_DIR=<dir>` builds the catalogs there and keeps the large
 ones between runs (`scale-<N>/`, `scale-managed-<shape>/`, reused when their format matches). One section alone:
 `python -m benchmarks.<module>` for scale, scale_managed, writers, soak, page and rest. `python -m benchmarks.report`
-renders this page again from `latest.json`. Raw numbers of the last full run: `benchmarks/results/latest.json`."""
+renders this page again from `latest.json`. Raw numbers of the last full run: `benchmarks/results/latest.json`.
+
+Two commits side by side (issue 38: the same benchmarks before and after, within run-to-run spread):
+`python3 scripts/bench_compare.py --before 5ecbabb --after main --rounds 3` exports each commit into its own tree
+and venv, runs the scale, scale_managed, rest and writers sections of each in turn, in alternating order each
+round, and writes `.bench-compare/summary.md`: per figure, each commit's median, the ratio and the before
+commit's own spread over its rounds (`--sections` another list, `--quick` the smoke versions)."""
 
 #: Figures measured once by hand, by a script outside this harness (issue 42), kept so that a render keeps them.
 ISSUE_42_NOTES = """\

@@ -172,6 +172,12 @@ def lance_root(tmp_path: Path) -> Path:
     return root
 
 
+# Above the hook (operators, sensors), where what a test checks is the operator's or sensor's own logic and
+# not what a catalog answers: tests/hooks runs every hook call, answers and errors included, on every
+# implementation, so two more implementations would add a catalog (and a server) each and no information.
+ENGINE_ONLY = pytest.mark.parametrize("impl", ["default"])
+
+
 @pytest.fixture(params=IMPLS)
 def impl(request: pytest.FixtureRequest) -> str:
     """Namespace implementation under test: the reference (``dir``), our engine, our engine behind REST."""
@@ -189,8 +195,8 @@ def set_conn(monkeypatch: pytest.MonkeyPatch, lance_root: Path):
     """Set ``AIRFLOW_CONN_<ID>`` for a lance connection: ``set_conn(impl, conn_id=..., **fields)``.
 
     ``impl="rest"``: our engine on the root (with the connection's extra as its properties) behind our REST
-    server with a bearer token (the connection's password, or a default one); the connection names the
-    server (host = its URI, password = the token), as a user's would."""
+    app (on a port of the process's shared test server) with a bearer token (the connection's password, or a
+    default one); the connection names the server (host = its URI, password = the token), as a user's would."""
     from contextlib import ExitStack
 
     with ExitStack() as servers:
@@ -204,7 +210,8 @@ def set_conn(monkeypatch: pytest.MonkeyPatch, lance_root: Path):
                 token = fields.pop("password", None) or "rest-test-token"
                 properties = {k: str(v) for k, v in (fields.pop("extra", None) or {}).items()}
                 engine = DirectoryNamespace(root=str(root or lance_root), **properties)
-                url = servers.enter_context(serve_namespace(engine, ServerSettings(tokens=frozenset({token}))))
+                settings = ServerSettings(tokens=frozenset({token}))
+                url = servers.enter_context(serve_namespace(engine, settings, shared=True))
                 monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", conn_json(url, "rest", password=token, **fields))
                 return
             monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", conn_json(root or lance_root, impl, **fields))

@@ -136,6 +136,8 @@ class TestOperations:
         assert not hook.namespace_exists("a.b")
         with pytest.raises(ln.NamespaceNotFoundError):
             hook.describe_namespace("a.b")
+        with pytest.raises(ln.NamespaceNotFoundError):  # what the operators' ignore_if_missing relies on
+            hook.drop_namespace("a.b")
 
     def test_tables(self, hook, lance_root):
         hook.create_namespace("ns")
@@ -165,6 +167,11 @@ class TestOperations:
         registered = hook.register_table("ns.t_again", relative)
         assert hook.table_exists("ns.t_again")
         assert registered.location
+        # what the operators' ignore_if_missing and their error messages rely on, on every implementation
+        with pytest.raises(ln.TableNotFoundError):
+            hook.deregister_table("ns.t")
+        with pytest.raises(ln.InvalidInputError):
+            hook.register_table("ns.elsewhere", "/abs/path")
 
     def test_list_tables_follows_pages(self, hook):
         hook.create_namespace("ns")

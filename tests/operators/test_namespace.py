@@ -6,9 +6,11 @@ import pytest
 from airflow.providers.common.compat.sdk import AirflowException
 
 from airflow_provider_lance.operators.namespace import LanceCreateNamespaceOperator, LanceDropNamespaceOperator
+from tests.airflow_helpers import ENGINE_ONLY
 from tests.operators.context import make_context
 
 
+@ENGINE_ONLY
 def test_namespace_operators(hook):
     created = LanceCreateNamespaceOperator(task_id="c", namespace_id="a").execute(make_context())
     assert created == {"namespace_id": ["a"], "created": True}

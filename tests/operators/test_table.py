@@ -13,10 +13,11 @@ from airflow_provider_lance.operators.table import (
     LanceDropTableOperator,
     LanceRegisterTableOperator,
 )
-from tests.airflow_helpers import write_table
+from tests.airflow_helpers import ENGINE_ONLY, write_table
 from tests.operators.context import make_context
 
 
+@ENGINE_ONLY
 def test_table_operators(hook):
     hook.create_namespace("ns")
     declared = LanceDeclareTableOperator(task_id="d", table_id="ns.t").execute(make_context())
@@ -49,6 +50,7 @@ def test_table_operators(hook):
     )["deregistered"]
 
 
+@ENGINE_ONLY
 def test_error_message_names_the_namespace_error(hook):
     op = LanceRegisterTableOperator(task_id="r", table_id="t", location="/abs/path")
     with pytest.raises(AirflowException, match=r"Cannot register table t: InvalidInputError"):

@@ -15,7 +15,7 @@ from airflow_provider_lance.operators.version import (
     LanceBatchDeleteTableVersionsOperator,
     LanceCreateTableVersionOperator,
 )
-from tests.airflow_helpers import stage_append, write_table
+from tests.airflow_helpers import ENGINE_ONLY, stage_append, write_table
 from tests.operators.context import make_context
 
 
@@ -46,6 +46,7 @@ def test_create_table_version_emits_asset_event_and_is_not_committed_twice(set_c
     assert hook.get_latest_version("t") == 2
 
 
+@ENGINE_ONLY
 def test_create_table_version_failure_is_clear(hook):
     write_table(hook.namespace, ["t"])
     op = LanceCreateTableVersionOperator(task_id="c", table_id="t", version=2, manifest_path="nowhere/x.manifest")
@@ -90,6 +91,7 @@ def test_batch_create_from_all_sources(set_conn, engine_impl, tmp_path, lance_ro
     assert hook.get_latest_version("ns.a") == 2
 
 
+@ENGINE_ONLY
 def test_batch_create_bad_inputs(hook, tmp_path):
     with pytest.raises(ValueError, match="entries"):
         LanceBatchCreateTableVersionsOperator(task_id="b")

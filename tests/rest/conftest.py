@@ -21,7 +21,7 @@ def engine(root: Path) -> DirectoryNamespace:
 @pytest.fixture
 def server(engine: DirectoryNamespace) -> Iterator[str]:
     """Our REST server over ``engine``; its base URL."""
-    with serve_namespace(engine) as url:
+    with serve_namespace(engine, shared=True) as url:
         yield url
 
 

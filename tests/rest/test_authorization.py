@@ -217,7 +217,7 @@ def _cognito_principals(tmp: Path) -> Iterator[tuple[dict[str, Any], dict[str, s
         stop(process)
 
 
-@pytest.fixture(params=["secrets", "k8s-tokens", "group-grants", "cognito"])
+@pytest.fixture(params=["secrets", "k8s-tokens", "group-grants", pytest.param("cognito", marks=pytest.mark.s3)])
 def identities(
     request: pytest.FixtureRequest, catalog: DirectoryNamespace, tmp_path: Path
 ) -> Iterator[tuple[str, dict[str, str]]]:

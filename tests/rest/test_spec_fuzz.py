@@ -4,7 +4,7 @@ schemas, then invalid) go to our server over our engine (table version managemen
 on) with a seeded catalog; no answer may be a server error or a status, media type or body the document does not
 give the operation. The examples come from a fixed seed (the same requests on every run); the budget is
 ``LANCE_FUZZ_EXAMPLES`` valid and a third as many invalid requests per operation (25 by default: about 45 s of
-``make test`` on one core; ``LANCE_FUZZ_EXAMPLES=500`` for a deeper run).
+``make test`` on one core; ``make test-fast`` runs 5, ``LANCE_FUZZ_EXAMPLES=500`` a deeper run).
 
 ``python -m tests.rest.spec_fuzz`` runs the same requests against our server and the reference ``RestAdapter``
 and prints both findings (docs/rest.md lists the differences)."""

@@ -9,7 +9,7 @@ from airflow.providers.common.compat.sdk import AirflowException, AirflowFailExc
 
 from airflow_provider_lance.sensors.lance import BASELINE_KEY, LanceTableExistenceSensor, LanceTableVersionSensor
 from airflow_provider_lance.triggers.lance import LanceTableExistenceTrigger, LanceTableVersionTrigger
-from tests.airflow_helpers import write_table
+from tests.airflow_helpers import ENGINE_ONLY, write_table
 
 
 class FakeStateStore:
@@ -46,6 +46,7 @@ def test_templated_fields_are_rendered():
     assert (sensors[0].lance_conn_id, sensors[1].version, sensors[2].min_version) == ("lance_x", "3", "3")
 
 
+@ENGINE_ONLY
 def test_existence_poke(hook):
     sensor = LanceTableExistenceSensor(task_id="s", table_id="ns.t")
     assert sensor.poke(ctx()) is False  # missing namespace: not yet
@@ -62,6 +63,7 @@ def test_version_modes_are_exclusive():
         LanceTableVersionSensor(task_id="s", table_id="t", version=1, min_version=1)
 
 
+@ENGINE_ONLY
 def test_version_poke_modes(hook):
     by_version = LanceTableVersionSensor(task_id="s", table_id="t", version=2)
     by_min = LanceTableVersionSensor(task_id="s", table_id="t", min_version="2")
@@ -74,12 +76,6 @@ def test_version_poke_modes(hook):
     assert (result.is_done, result.xcom_value) == (True, 2)
     result = by_min.poke(ctx())
     assert (result.is_done, result.xcom_value) == (True, 2)
-
-
-# Where the sensor's own logic is under test (baselines, reschedule, deferral), not what a catalog answers (the
-# poke tests above and tests/hooks run every implementation), the provider's engine alone: two more
-# implementations would add a server and a catalog each and no information.
-ENGINE_ONLY = pytest.mark.parametrize("impl", ["default"])
 
 
 @ENGINE_ONLY
@@ -113,6 +109,7 @@ def test_baseline_needs_a_store_in_reschedule_mode(hook):
         sensor.poke(ctx())
 
 
+@ENGINE_ONLY
 def test_baseline_of_missing_table_is_zero(hook):
     store = FakeStateStore()
     sensor = LanceTableVersionSensor(task_id="s", table_id="t", newer_than_baseline=True)

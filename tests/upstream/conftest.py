@@ -81,12 +81,14 @@ def root(tmp_path: Path, kind: str) -> Path:
 @pytest.fixture
 def make(kind: str, root: Path) -> Iterator[Callable[..., LanceNamespace]]:
     """Construct the implementation on ``root`` with string properties: ``Impl(root=str(root), **props)``; for a
-    REST kind, our engine so constructed behind a server of its own, and a client of that server."""
+    REST kind, our engine so constructed behind a port of the process's shared test server, and a client of
+    that port."""
     with ExitStack() as servers:
 
         def build(**properties: str) -> LanceNamespace:
             if kind in REST_CLIENTS:
-                uri = servers.enter_context(serve_namespace(DirectoryNamespace(root=str(root), **properties)))
+                engine = DirectoryNamespace(root=str(root), **properties)
+                uri = servers.enter_context(serve_namespace(engine, shared=True))
                 return REST_CLIENTS[kind](uri)
             return IMPLEMENTATIONS[kind](root=str(root), **properties)
 
