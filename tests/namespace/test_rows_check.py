@@ -76,6 +76,7 @@ def test_a_wrong_staged_candidate_derivation_is_caught_naming_the_version(
     ns = DirectoryNamespace(root=str(tmp_path), table_version_management="true")
     ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
     lance.write_dataset(pa.table({"id": [1]}), namespace_client=ns, table_id=["a", "t"], mode="create")
+    ns.finalize_pending_versions()  # the create's deferred repoint (issue 42), made now
     entries = stage(ns, {("a", "t"): pa.table({"id": [2]})})
     assert ns.manifest.index().staged_ids() == []  # derived from here on
     version = ns.manifest.latest().version
