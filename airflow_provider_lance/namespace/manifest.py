@@ -86,6 +86,9 @@ class ManifestTable:
         # (seed 003 step 4, folded into the next insert of this instance: :meth:`defer_repoint`)
         self._repoints: dict[str, tuple[dict[str, Any] | None, ManifestRow]] = {}  # id -> (staged meta, final row)
         self._repoints_lock = threading.Lock()
+        # committed rows this instance finished reading but could not repoint: id -> (row's metadata, final
+        # metadata); answered without a request while the row stays the same (:meth:`remember_copy`)
+        self._copies: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {}
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
         # a commit are stored once the turn is released
         machine_key = None if storage.private else storage.catalog_key
@@ -269,11 +272,20 @@ class ManifestTable:
         _DEFERRING.add(self)
 
     def copied(self, row: ManifestRow) -> dict[str, Any] | None:
-        """The final metadata of a committed row whose repoint this instance deferred (the same row: the same
-        staged metadata, commit time included), None for any other."""
+        """The final metadata of a committed row whose repoint this instance deferred, or which it finished but
+        could not repoint (the same row: the same staged metadata, commit time included), None for any other."""
         with self._repoints_lock:
             entry = self._repoints.get(row.object_id)
-        return entry[1].metadata if entry is not None and entry[0] == row.metadata else None
+            if entry is not None and entry[0] == row.metadata:
+                return entry[1].metadata
+            known = self._copies.get(row.object_id)
+        return known[1] if known is not None and known[0] == row.metadata else None
+
+    def remember_copy(self, row: ManifestRow, metadata: dict[str, Any]) -> None:
+        """Remember the final metadata of a committed row this instance copied but could not repoint (read-only
+        credentials): :meth:`copied` answers it while ``__manifest`` holds the same row."""
+        with self._repoints_lock:
+            self._copies[row.object_id] = (row.metadata, metadata)
 
     def flush_repoints(self) -> None:
         """Make the deferred repoints of this instance now, in one commit (on demand: the maintenance hook)."""

@@ -375,6 +375,7 @@ def finish(catalog: Catalog, table: Table, version: int, row: ManifestRow) -> di
             repoint(catalog, [ManifestRow(row.object_id, TABLE_VERSION, None, meta)])
         except Exception as error:  # the copy is there: the version is committed, the repoint can wait
             log.warning("Version %s finished; its row is repointed later: %s", row.object_id, error)
+            catalog.manifest.remember_copy(row, meta)  # not tried again by this instance (read-only credentials)
     return meta
 
 

@@ -445,6 +445,27 @@ def test_a_process_that_exits_repoints_its_last_version(root: Path) -> None:
     }
 
 
+def test_a_reader_that_may_not_write_answers_a_pending_version_and_tries_once(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another instance reads the writer's pending version (its repoint deferred): it finishes it; when it may
+    not write (read-only credentials) it answers the final manifest all the same and does not try again."""
+    _writer, table_id = _table_with_versions(root, managed=True, count=2)  # alive: its repoint stays deferred
+    reader = make_ns(root, managed=True)
+    tried: list[int] = []
+
+    def refuse(rows: list, inserting: object = None) -> None:
+        tried.append(len(rows))
+        raise PermissionError("read-only credentials")
+
+    monkeypatch.setattr(reader.manifest, "repoint", refuse)
+    final = location(reader, table_id) / "_versions" / manifest_name(2, "V2")
+    for _ in range(3):
+        latest = reader.describe_table_version(ln.DescribeTableVersionRequest(id=table_id)).version
+        assert (latest.version, latest.manifest_path) == (2, str(final).lstrip("/"))
+    assert tried == [1]
+
+
 def test_rows_in_large_fragments_are_repointed_with_a_deletion_vector(root: Path, monkeypatch) -> None:
     """A row whose fragment is too large to rewrite (a compaction merged it in) is taken out of it (a deletion
     vector, or the fragment removed when it held only that row) and written again: still one Lance Update."""
