@@ -33,6 +33,7 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 from benchmarks import catalog
 from benchmarks.common import QUICK, RESULTS_DIR, Job, Target, list_all, log
 from benchmarks.s3_counter import CountingS3Server
+from benchmarks.writer_process import declare
 
 SIZE = 300 if QUICK else 1000
 RUNS = 1 if QUICK else 3
@@ -56,20 +57,6 @@ WHY = (
     " queue less at the machine's turn.",
 )
 RESULTS = RESULTS_DIR / ("writers-quick.json" if QUICK else "writers.json")
-
-
-def declare(namespace: Any, name: str) -> int:
-    """Declare ``bench$<name>``, retrying what the engine gave up on (a conflict); returns the retries, or -1
-    when it never landed."""
-    for attempt in range(10):
-        try:
-            namespace.declare_table(ln.DeclareTableRequest(id=[catalog.NAMESPACE, name]))
-            return attempt
-        except ln.TableAlreadyExistsError:
-            return attempt  # an earlier attempt landed although it reported an error
-        except Exception:  # a conflict the engine gave up on: the caller retries, as a client would
-            continue
-    return -1
 
 
 def listed(namespace: Any) -> set[str]:
@@ -107,7 +94,7 @@ def threads(work: Path) -> dict[str, Any]:
         names = [f"th{t}_{i}" for t in range(THREADS) for i in range(PER_THREAD)]
         started = time.perf_counter()
         with ThreadPoolExecutor(THREADS) as pool:
-            retries = list(pool.map(declare, [namespace] * len(names), names))
+            retries = list(pool.map(declare, [namespace] * len(names), [[catalog.NAMESPACE, n] for n in names]))
         wall = time.perf_counter() - started
         commits = lance.dataset(manifest).version - versions_before  # maintenance commits included
         results[engine] = {
@@ -128,7 +115,7 @@ def _writer(engine: str, properties: dict[str, str], prefix: str, count: int, ba
     namespace = ENGINES[engine](**properties)
     namespace.namespace_exists(ln.NamespaceExistsRequest(id=[catalog.NAMESPACE]))  # opened before the start
     barrier.wait()
-    outcomes = [declare(namespace, f"{prefix}_{i}") for i in range(count)]
+    outcomes = [declare(namespace, [catalog.NAMESPACE, f"{prefix}_{i}"]) for i in range(count)]
     return sum(r for r in outcomes if r > 0), sum(1 for r in outcomes if r < 0)
 
 

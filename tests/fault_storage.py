@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from airflow_provider_lance.staging import StagingNamespace
 
-STORAGE_READS = ("exists", "list_dir", "read", "info")
+STORAGE_READS = ("exists", "list_dir", "list_names", "read", "info")
 STORAGE_WRITES = ("write", "put_if_not_exists", "delete", "delete_tree")
 MANIFEST_READS = ("latest",)
 MANIFEST_WRITES = ("_create", "insert", "insert_each", "upsert", "delete", "update_metadata")

@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fsspec.asyn import sync
-
+from airflow_provider_lance.namespace.concurrency import run_on_loop
 from airflow_provider_lance.utils.extras import missing_extra
 
 # Lance (object_store) option names → what adlfs takes (object_store's AzureConfigKey aliases).
@@ -152,7 +151,7 @@ def head(fs: Any, path: str) -> dict[str, Any] | None:
             return await client.get_blob_properties()
 
     try:
-        properties = sync(fs.loop, call)
+        properties = run_on_loop(fs, call)
     except ResourceNotFoundError:
         return None
     return {"ContentLength": properties.size, "ETag": properties.etag, "Metadata": dict(properties.metadata or {})}
@@ -168,7 +167,7 @@ def create(fs: Any, path: str, data: bytes, intent: str) -> None:
             await client.upload_blob(data, overwrite=False, metadata={INTENT_METADATA: intent})
 
     try:
-        sync(fs.loop, call)
+        run_on_loop(fs, call)
     except ResourceExistsError as err:
         raise FileExistsError(path) from err
 
@@ -186,4 +185,4 @@ def first_blob(fs: Any, path: str) -> tuple[str, str | None] | None:
                 return None
         return None
 
-    return sync(fs.loop, call)
+    return run_on_loop(fs, call)

@@ -156,8 +156,8 @@ class Catalog:
         if not (self.config.dir_listing_enabled and len(parts) == 1):
             return None
         location = ids.v1_location(parts[0])
-        entries = self.storage.list_dir(location)
-        if not entries or DEREGISTERED_MARKER in entries:
+        names = self.storage.list_names(location)
+        if not names or DEREGISTERED_MARKER in names:
             return None
         return Table(parts, location)
 

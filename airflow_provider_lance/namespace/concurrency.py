@@ -1,16 +1,17 @@
 """The engine's one thread pool: it runs an operation that pylance called back from one of its Rust threads on
 a Python thread (a pylance call made on such a thread crashes the interpreter), and a batch's per-entry storage
 requests concurrently on a remote store. Work nested on the pool runs inline (a callback never waits for a
-worker of its own pool); a forked child builds its own pool.
+worker of its own pool); a forked child builds its own pool. And the bridge to an async filesystem's event loop
+(s3fs, adlfs), for the requests fsspec does not offer synchronously.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from airflow_provider_lance.namespace.tuning import WORKERS
 
@@ -49,3 +50,16 @@ def map_concurrently(function: Callable[[_T], _R], items: Sequence[_T], concurre
         if error is not None:
             raise error
     return [future.result() for future in futures]
+
+
+def run_on_loop(fs: Any, function: Callable[..., Awaitable[_R]], *args: Any, **kwargs: Any) -> _R:
+    """``await function(*args, **kwargs)`` on the event loop of the async fsspec filesystem ``fs`` (s3fs, adlfs),
+    from synchronous code. ``fsspec.asyn`` (and asyncio) is imported by the first remote request, not with the
+    engine: a process on local disk never needs it.
+
+    :param fs: an async fsspec filesystem (its ``loop`` runs the call).
+    :param function: a coroutine function, usually a private method of ``fs``.
+    """
+    from fsspec.asyn import sync
+
+    return sync(fs.loop, function, *args, **kwargs)

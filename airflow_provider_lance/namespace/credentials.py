@@ -14,9 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import botocore.config
-import botocore.exceptions
-import botocore.session
 import lance_namespace as ln
 
 from airflow_provider_lance.namespace.s3 import install_log_redaction, s3fs_arguments
@@ -129,13 +126,17 @@ class CredentialVendor:
         storage_options: Mapping[str, str],
         clock: Callable[[], float] = time.time,
     ) -> None:
+        # botocore itself (a core dependency: s3fs's aiobotocore runs on it), not boto3, which only wraps it;
+        # imported by the first vendor: a process that vends nothing never pays its import (~50 ms)
+        import botocore.config
+        import botocore.session
+
         self.config = config
         self.clock = clock
         self.assume_role_calls = 0
         install_log_redaction()  # botocore logs the STS answer (the vended secret) at DEBUG
         s3 = s3fs_arguments(dict(storage_options))
         client = s3.get("client_kwargs", {})
-        # botocore itself (a core dependency: s3fs's aiobotocore runs on it), not boto3, which only wraps it
         self.sts = botocore.session.get_session().create_client(
             "sts",
             region_name=config.region or client.get("region_name") or "us-east-1",
@@ -194,6 +195,8 @@ class CredentialVendor:
         return vended
 
     def _assume_role(self, bucket: str, prefix: str, level: str) -> Vended:
+        import botocore.exceptions  # loaded with the client (``__init__``)
+
         arguments: dict[str, Any] = {
             "RoleArn": self.config.role_arn,
             "RoleSessionName": self.config.session_name,

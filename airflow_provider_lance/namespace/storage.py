@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import fsspec
 import lance_namespace as ln
-from fsspec.asyn import sync
 
 from airflow_provider_lance.namespace import azure
+from airflow_provider_lance.namespace.concurrency import run_on_loop
 from airflow_provider_lance.namespace.identifiers import literal_path, uri_path
 from airflow_provider_lance.namespace.s3 import ENDPOINT_OPTIONS, install_log_redaction, s3fs_arguments
 from airflow_provider_lance.namespace.s3 import SECRET_OPTIONS as _S3_SECRET_OPTIONS
@@ -48,6 +48,14 @@ _PROBED: dict[tuple[str, str], bool] = {}  # (endpoint, bucket) -> honours If-No
 PROBE_PREFIX = ".lance-conditional-put-probe-"
 _INTENT_METADATA = "lance-intent"  # x-amz-meta-lance-intent: who created an object (see _create_object)
 _ROOT_CHECK_PREFIX = ".airflow-connection-test-"
+
+
+def _filesystem(protocol: str, **options: Any) -> Any:
+    """``fsspec.filesystem(protocol, **options)``; fsspec is imported with the first filesystem (~25 ms that a
+    process on local disk may never need)."""
+    import fsspec
+
+    return fsspec.filesystem(protocol, **options)
 
 
 def normalize_root(root: Any) -> str:
@@ -104,14 +112,13 @@ class Storage:
         self.scheme, _, encoded = root.partition("://")
         rest = literal_path(encoded)  # keys and fsspec paths are literal
         if self.scheme == "file":
-            self.fs = fsspec.filesystem("file")
-            self._base = rest
+            self._base = rest  # its filesystem is made on first use (``fs``)
         elif self.scheme == "memory":
-            self.fs = fsspec.filesystem("memory")
+            self.fs = _filesystem("memory")
             self._base = "/" + rest.strip("/") if rest.strip("/") else ""
         elif self.scheme in ("s3", "s3a"):
             install_log_redaction()
-            self.fs = fsspec.filesystem("s3", **s3fs_arguments(self.options))
+            self.fs = _filesystem("s3", **s3fs_arguments(self.options))
             self._base = rest
         elif self.scheme in _AZURE_SCHEMES:
             self._base, account = azure.split_account(rest)
@@ -146,6 +153,13 @@ class Storage:
                 "Invalid property 'storage.conditional_put': this engine supports 'etag' and 'disabled', "
                 "not lock-based commits"
             )
+
+    @functools.cached_property
+    def fs(self) -> Any:
+        """The fsspec filesystem of the root. Local disk's is made on first use: the local paths a declare takes
+        are ``os`` calls, so a short-lived process that only declares never imports fsspec (other stores make
+        theirs in ``__init__``, where a missing extra or a bad option must show)."""
+        return _filesystem("file")
 
     @property
     def is_remote(self) -> bool:
@@ -262,7 +276,7 @@ class Storage:
             return azure.head(self.fs, path)
         bucket, _, object_key = self.fs._strip_protocol(path).partition("/")
         try:
-            return sync(self.fs.loop, self.fs._call_s3, "head_object", Bucket=bucket, Key=object_key)
+            return run_on_loop(self.fs, self.fs._call_s3, "head_object", Bucket=bucket, Key=object_key)
         except FileNotFoundError:
             return None
 
@@ -287,7 +301,9 @@ class Storage:
         if self.azure:
             return azure.first_blob(self.fs, self.path(key))
         bucket, _, prefix = self.fs._strip_protocol(self.path(key)).rstrip("/").partition("/")
-        listed = sync(self.fs.loop, self.fs._call_s3, "list_objects_v2", Bucket=bucket, Prefix=prefix + "/", MaxKeys=1)
+        listed = run_on_loop(
+            self.fs, self.fs._call_s3, "list_objects_v2", Bucket=bucket, Prefix=prefix + "/", MaxKeys=1
+        )
         contents = listed.get("Contents") or []
         return (contents[0]["Key"].rpartition("/")[2], contents[0].get("ETag")) if contents else None
 
@@ -331,7 +347,7 @@ class Storage:
         directories, so the first listing is the answer (FileNotFoundError if empty, as ``ls`` raises)."""
         if not self.lists_newest_first or self.azure:
             return self.fs.ls(path, detail=detail)
-        entries = sync(self.fs.loop, self.fs._lsdir, self.fs._strip_protocol(path).rstrip("/"))
+        entries = run_on_loop(self.fs, self.fs._lsdir, self.fs._strip_protocol(path).rstrip("/"))
         if not entries:
             raise FileNotFoundError(path)
         return entries if detail else [entry["name"] for entry in entries]

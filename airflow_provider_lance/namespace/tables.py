@@ -106,7 +106,7 @@ def reserve_table(catalog: Catalog, request: ln.DeclareTableRequest) -> tuple[li
                 f"{catalog.storage.uri(location)}"
             )
         location = requested
-    if catalog.storage.list_dir(location):  # one listing: a missing directory lists as empty
+    if catalog.storage.list_names(location):  # one listing, names only: a missing directory lists as empty
         raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}' (location '{location}' is not empty)")
     if not catalog.storage.put_if_not_exists(f"{location}/{RESERVED_MARKER}", MARKER_CONTENT):
         raise ln.TableAlreadyExistsError(f"Table already exists: '{oid}' (declared concurrently)")

@@ -3,6 +3,9 @@ marker sections, the Spark goal's conditions and the rendered goals."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import lance_namespace as ln
@@ -12,7 +15,7 @@ from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from benchmarks import catalog, scale, scale_managed, spark
-from benchmarks.common import write_section
+from benchmarks.common import REPO, write_section
 from benchmarks.report import render
 from tests.conftest import tree_snapshot
 
@@ -175,3 +178,23 @@ def test_the_authenticated_rest_goal_is_the_median_of_the_rounds() -> None:
     assert rest.authenticated_targets(results)[0].met
     before = "| ours, before issue 42 | 90 (80-120) | 0.90x (0.80-1.20) | 900 (900-900) |"
     assert before in rest.authenticated_report(results)
+
+
+@pytest.mark.slow  # starts processes of its own
+@pytest.mark.parametrize("engine", ["ours", "reference"])
+def test_a_short_lived_writer_imports_only_its_engine_and_lands_its_declares(tmp_path: Path, engine: str) -> None:
+    """The short-lived section's writer process: importing its module loads no engine (each process pays its
+    own engine's imports, and only those); run as the section runs it, every declare lands."""
+    probe = (
+        "import sys, benchmarks.writer_process\n"
+        "print([m for m in sys.modules if m.partition('.')[0] in ('lance', 'airflow_provider_lance')])"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
+    catalog.build(tmp_path / "catalog", 3)
+    properties = json.dumps({"root": str(tmp_path / "catalog")})
+    command = [sys.executable, "-m", "benchmarks.writer_process", engine, properties, catalog.NAMESPACE, "w", "2"]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=True)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"retries": 0, "lost": 0}
+    listed = DirectoryNamespace(root=str(tmp_path / "catalog")).list_tables(ln.ListTablesRequest(id=["bench"]))
+    assert {"w_0", "w_1"} <= set(listed.tables)

@@ -143,15 +143,15 @@ def test_losing_the_reservation_race_is_table_already_exists(
     writes) answers TableAlreadyExists in both, and leaves the winner's marker and nothing else."""
     ns = _catalog(root)
     location = ids.table_location(["p", "t"], ns.config.dir_listing_enabled)
-    real_list_dir = ns.storage.list_dir
+    real_list_names = ns.storage.list_names
 
-    def list_dir_then_lose(key: str = "") -> dict[str, object]:
-        listed = real_list_dir(key)
+    def list_names_then_lose(key: str = "") -> list[str]:
+        listed = real_list_names(key)
         if key == location:  # the concurrent declare writes its marker right after this listing
             ns.storage.put_if_not_exists(f"{location}/.lance-reserved", b"reserved")
         return listed
 
-    monkeypatch.setattr(ns.storage, "list_dir", list_dir_then_lose)
+    monkeypatch.setattr(ns.storage, "list_names", list_names_then_lose)
     monkeypatch.setattr(ids, "table_location", lambda parts, dir_listing: location)  # the same random location
     request = ln.DeclareTableRequest(id=["p", "t"])
     with pytest.raises(ln.TableAlreadyExistsError, match="declared concurrently"):
