@@ -252,6 +252,7 @@ def measure(
             elapsed = timed(lambda name=name: paths[name](r))
             cpu_after = cpu_seconds_by_role()
             into[name].append(elapsed)
+            print(f"[spark_staging] round {r} {name}: {elapsed:.2f} s", file=sys.stderr, flush=True)
             if cpu is not None and cpu_before is not None and cpu_after is not None:
                 cpu[name].append({role: cpu_after[role] - cpu_before[role] for role in ROLES})
             if cpu is not None and name == "ours":
