@@ -42,9 +42,7 @@ ENGINE_NOTES = """## Engine changes behind these numbers (issue 15)
   finds the rows of the newest manifest file (named, with its e-tag, by the freshness LIST) that an earlier
   process of the machine read: a reschedule-mode poke costs what a warm one does.
 - **Spark**: staging jobs run with `spark.sql.execution.arrow.maxBytesPerBatch` at `Int.MaxValue` (Spark 4
-  then skips a size check after every row), set and restored around the jobs; the Python workers merge Spark's
-  10,000-row Arrow batches to 4 MiB before Lance encodes them (`spark/writer.py`, `coalesced`: Lance's CPU per
-  row ÷ 2.7).
+  then skips a size check after every row), set and restored around the jobs.
 
 ## Engine changes behind these numbers (issue 7)
 

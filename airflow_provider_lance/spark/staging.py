@@ -9,9 +9,8 @@ old versions.
 Spark setting: the staging jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` (see
 :func:`uncapped_arrow_batches`) unless the session sets that key itself; that halves the cost of handing the rows
 to the Python workers. The workers run :func:`airflow_provider_lance.spark.writer.write_partition`, which imports
-only pyarrow and pylance, merges Spark's small Arrow batches before Lance encodes them, and freezes the worker's
-long-lived objects (``gc.freeze``) so that PySpark's full garbage collection after every task does not walk them
-again.
+only pyarrow and pylance and freezes the worker's long-lived objects (``gc.freeze``) so that PySpark's full
+garbage collection after every task does not walk them again.
 """
 
 from __future__ import annotations

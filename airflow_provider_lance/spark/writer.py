@@ -24,34 +24,6 @@ RESULT_SCHEMA = "fragment string, writer_pid long"
 #: Whether this process (a reused Python worker) already froze its long-lived objects; see write_partition.
 _worker_frozen = False
 
-#: The size the Arrow batches from Spark are merged up to before Lance encodes them (see :func:`coalesced`).
-COALESCE_BYTES = 4 * 1024 * 1024
-
-
-def coalesced(batches: Iterator[pa.RecordBatch], target_bytes: int = COALESCE_BYTES) -> Iterator[pa.RecordBatch]:
-    """Merge consecutive batches (same schema) into batches of at least ``target_bytes``, rows in order.
-
-    Spark hands ``mapInArrow`` batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
-    default, ~0.3 MiB for a few narrow columns), and Lance's writer pays per batch: it encodes 1M rows given as
-    10,000-row batches with ~2.7x the CPU it needs for the same rows in 1-4 MiB batches (the copy included).
-    A batch as large as the target already passes alone; memory held stays below the target plus one batch.
-
-    :param batches: the batches, all with one schema.
-    :param target_bytes: the size to reach before a merged batch is handed on.
-    """
-    import pyarrow as pa
-
-    pending: list[pa.RecordBatch] = []
-    size = 0
-    for batch in batches:
-        pending.append(batch)
-        size += batch.nbytes
-        if size >= target_bytes:
-            yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
-            pending, size = [], 0
-    if pending:
-        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
-
 
 def write_partition(
     batches: Iterator[pa.RecordBatch],
@@ -66,11 +38,10 @@ def write_partition(
 ) -> Iterator[pa.RecordBatch]:
     """Write one Spark partition as Lance fragments (runs in a Spark Python worker, in ``mapInArrow``).
 
-    The batches reach Lance merged to :data:`COALESCE_BYTES` (:func:`coalesced`). The first partition a worker
-    writes moves the objects alive at that point (its modules: pyspark, pyarrow, pandas, lance) out of the
-    garbage collector's reach with :func:`gc.freeze`: a reused PySpark worker runs a full ``gc.collect()`` after
-    every task (``pyspark.daemon``), and walking those modules each time was half of the worker's CPU in a
-    staging job. Frozen objects are still freed by reference counting; only cycles
+    The first partition a worker writes moves the objects alive at that point (its modules: pyspark, pyarrow,
+    pandas, lance) out of the garbage collector's reach with :func:`gc.freeze`: a reused PySpark worker runs a
+    full ``gc.collect()`` after every task (``pyspark.daemon``), and walking those modules each time was half
+    of the worker's CPU in a staging job. Frozen objects are still freed by reference counting; only cycles
     among them stay, and only those of the first task (later ones are not frozen).
 
     :param batches: the partition's Arrow batches.
@@ -102,7 +73,7 @@ def write_partition(
             # Spark sends the DataFrame's columns: as is for a new table or an overwrite, conformed otherwise.
             yield batch if batch.schema.equals(schema, check_metadata=True) else batch.select(columns).cast(schema)
 
-    stream = coalesced(conformed())
+    stream = conformed()
     first = next(stream, None)
     if first is None:  # an empty partition writes nothing
         return

@@ -65,23 +65,3 @@ def test_writer_stays_light_and_writes_fragments(tmp_path: Path) -> None:
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
     dataset = lance.LanceDataset.commit(location, lance.LanceOperation.Overwrite(schema, fragments))
     assert sorted(dataset.to_table()["id"].to_pylist()) == list(range(6))
-
-
-def test_small_batches_reach_lance_merged_in_order() -> None:
-    """Spark's 10,000-row batches are merged up to the target size (Lance encodes big batches for less CPU);
-    a batch as large as the target passes alone, and no row moves."""
-    from airflow_provider_lance.spark.writer import coalesced
-
-    schema = pa.schema([("id", pa.int64())])
-
-    def batch(start: int, rows: int) -> pa.RecordBatch:
-        return pa.record_batch([pa.array(range(start, start + rows), pa.int64())], schema=schema)
-
-    small = [batch(i * 10, 10) for i in range(7)]  # 80 bytes each
-    merged = list(coalesced(iter(small), target_bytes=240))
-    assert [b.num_rows for b in merged] == [30, 30, 10]
-    assert [v for b in merged for v in b.column(0).to_pylist()] == list(range(70))
-    big = batch(100, 1000)
-    assert [b.num_rows for b in coalesced(iter([big, *small[:2]]), target_bytes=240)] == [1000, 20]
-    assert next(coalesced(iter([big]), target_bytes=240)) is big
-    assert list(coalesced(iter([]))) == []
