@@ -21,6 +21,19 @@ WHY = (
     "Lance file format 2.0 encodes 3-7x faster at ~3x the size; a JVM-side writer (lance-spark) avoids the transfer.",
 )
 
+INTRO = (
+    "Measured by `benchmarks/spark_staging.py`: N tables of R rows (id long, name string, score double, bucket int),"
+    " built by Spark and cached, written by Spark's Parquet writer (`df.write.parquet`, one table after another) and"
+    " by ours (`stage_dataframes` of every table + one `batch_create_table_versions`), rounds interleaved. Ratio ="
+    " ours ÷ Parquet in wall time: **lower is better, goal ≤ 0.8x**. Re-run both sizes with"
+    " `BENCH_ONLY=spark BENCH_MERGE=1 make bench` (results keys `spark`, 2 x 2M rows, all paths, quiet and"
+    " busy-core rounds; `spark_large`, 4 x 10M rows, Parquet / ours / transfer floor, 5 rounds each); one size"
+    " alone with `python -m benchmarks.spark_staging --tables 4 --rows 10000000 --repeat 5 --no-load --only"
+    " transfer`. The CPU columns split each path's CPU by process: the JVM (Spark's tasks: rows to Arrow, or to"
+    " Parquet), the Python workers (Arrow from the JVM, Lance's encoding and writes) and the driver (planning,"
+    " staging, the commit)."
+)
+
 #: (results key, tables, rows per table, timed rounds, paths besides parquet and ours); the small size is the
 #: issue's first measure, the large one its second (fewer paths: a round takes minutes).
 SIZES: list[tuple[str, int, int, int, list[str] | None]] = [
@@ -88,7 +101,7 @@ def targets(results: dict[str, Any]) -> list[Target]:
 
 def section(results: dict[str, Any]) -> list[str]:
     """The Spark benchmark's own sections, one per size (under our title), or what kept each from running."""
-    lines = ["## Spark staging throughput", "", "Measured by `benchmarks/spark_staging.py` (its own sections):", ""]
+    lines = ["## Spark staging throughput", "", INTRO, ""]
     for key, tables, rows, *_ in SIZES:
         spark = results.get(key) or {"status": "placeholder", "note": "measured by benchmarks/spark_staging.py"}
         if spark.get("status") == "measured":
