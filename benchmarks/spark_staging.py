@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,22 +66,31 @@ def _drain(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     yield from ()
 
 
-def tree_cpu_seconds() -> float | None:
-    """CPU seconds used so far by this process and its children (the JVM, the Python workers); ``None`` without
-    psutil. Less sensitive to other jobs on the machine than wall time."""
+#: The process roles of a local Spark run whose CPU time is reported apart.
+ROLES = ("jvm", "workers", "driver")
+
+
+def cpu_seconds_by_role() -> dict[str, float] | None:
+    """CPU seconds used so far by this process (``driver``: the Python driver, the staging and the commit), the
+    JVM (``jvm``: Spark's tasks, rows to Arrow or to Parquet) and the Python workers (``workers``: Arrow from the
+    JVM, Lance's encoding and writes), each with its ended children; ``None`` without psutil. Less sensitive to
+    other jobs on the machine than wall time."""
     try:
         import psutil
     except ImportError:
         return None
     me = psutil.Process()
-    total = 0.0
+    totals = dict.fromkeys(ROLES, 0.0)
     for process in [me, *me.children(recursive=True)]:
         try:
-            times = process.cpu_times()
+            times, name = process.cpu_times(), process.name()
         except psutil.Error:  # ended meanwhile: its time went to its parent's children_* counters
             continue
-        total += times.user + times.system + times.children_user + times.children_system
-    return total
+        role = "driver" if process.pid == me.pid else "jvm" if name.startswith("java") else "workers"
+        totals[role] += times.user + times.system
+        if role != "driver":  # the driver's children are the JVM and its workers, counted on their own
+            totals[role] += times.children_user + times.children_system
+    return totals
 
 
 class BusyCore:
@@ -115,15 +124,37 @@ def timed(func: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = True) -> dict[str, Any]:
+def driver_memory(tables: int, rows: int) -> str:
+    """The JVM heap (``spark.driver.memory``; in ``local`` mode the tasks run in the driver's JVM) that keeps the
+    cached DataFrames in memory: Spark's default 1 GiB up to 4M rows in all, then 1 GiB per 6M rows (4 x 10M
+    rows: 7 GiB; the machine has 24 GiB), so that neither writer reads spilled blocks from disk.
+
+    :param tables: the number of tables.
+    :param rows: rows per table.
+    """
+    total = tables * rows
+    return "1g" if total <= 4_000_000 else f"{-(-total // 6_000_000)}g"
+
+
+def measure(
+    tables: int,
+    rows: int,
+    repeat: int,
+    master: str,
+    loaded: bool = True,
+    only: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """Run the interleaved rounds; returns seconds per path and round (``seconds`` quiet, ``seconds_loaded`` with
-    a busy core), plus set-up facts.
+    a busy core), CPU seconds per path, round and process role, the two phases of ours (staging, commit), plus
+    set-up facts.
 
     :param tables: the number of tables staged together.
     :param rows: rows per table.
     :param repeat: timed rounds (after one warm-up round).
     :param master: the Spark master.
     :param loaded: also time every round with another job busy on one core.
+    :param only: the paths to time (``parquet``, ``ours``, ``transfer``, ``transfer_default``, ``pylance``);
+        all by default. ``parquet`` and ``ours`` are always timed.
     """
     bin_dir = str(Path(sys.executable).parent)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -147,6 +178,7 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", driver_memory(tables, rows))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -167,7 +199,9 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
         )
         frame.count()
         frames.append(frame)
-    arrow = [demo_table(rows, t * rows) for t in range(tables)]
+    arrow = [demo_table(rows, t * rows) for t in range(tables)] if not only or "pylance" in only else []
+    phases: dict[str, list[float]] = {"stage": [], "commit": []}  # of ours, in the quiet timed rounds
+    last_phases: dict[str, float] = {}
 
     def parquet(r: int) -> None:
         for t, frame in enumerate(frames):
@@ -177,8 +211,11 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
         root = work / f"ours{r}"
         root.mkdir()
         namespace = DirectoryNamespace(root=str(root), table_version_management="true")
+        started = time.perf_counter()
         staged = stage_dataframes(namespace, {f"b.t{t}": frame for t, frame in enumerate(frames)})
+        written = time.perf_counter()
         namespace.batch_create_table_versions(ln.BatchCreateTableVersionsRequest(entries=[s.entry for s in staged]))
+        last_phases.update(stage=written - started, commit=time.perf_counter() - written)
         assert sum(s.rows for s in staged) == tables * rows
 
     def transfer(r: int) -> None:  # the floor of any executor-side writer: rows to Python workers, no write
@@ -194,28 +231,33 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
         for t, table in enumerate(arrow):
             lance.write_dataset(table, str(work / f"pylance{r}-{t}.lance"), mode="create")
 
-    paths = {
+    every_path = {
         "parquet": parquet,
         "ours": ours,
         "transfer": transfer,
         "transfer_default": transfer_default,
         "pylance": pylance,
     }
+    paths = {name: f for name, f in every_path.items() if not only or name in {"parquet", "ours", *only}}
     seconds: dict[str, list[float]] = {name: [] for name in paths}
     seconds_loaded: dict[str, list[float]] = {name: [] for name in paths}
-    cpu_seconds: dict[str, list[float]] = {name: [] for name in paths}
+    cpu_seconds: dict[str, list[dict[str, float]]] = {name: [] for name in paths}
     first_round: dict[str, list[float]] = {name: [] for name in paths}
     busy_cpu: int | None = None
 
-    def one_round(r: int, into: dict[str, list[float]], cpu: dict[str, list[float]] | None = None) -> None:
+    def one_round(r: int, into: dict[str, list[float]], cpu: dict[str, list[dict[str, float]]] | None = None) -> None:
         order = list(paths) if r % 2 == 0 else list(reversed(paths))
         for name in order:
-            cpu_before = tree_cpu_seconds()
+            cpu_before = cpu_seconds_by_role()
             elapsed = timed(lambda name=name: paths[name](r))
-            cpu_after = tree_cpu_seconds()
+            cpu_after = cpu_seconds_by_role()
             into[name].append(elapsed)
+            print(f"[spark_staging] round {r} {name}: {elapsed:.2f} s", file=sys.stderr, flush=True)
             if cpu is not None and cpu_before is not None and cpu_after is not None:
-                cpu[name].append(cpu_after - cpu_before)
+                cpu[name].append({role: cpu_after[role] - cpu_before[role] for role in ROLES})
+            if cpu is not None and name == "ours":
+                for phase, values in phases.items():
+                    values.append(last_phases[phase])
         for child in work.iterdir():
             shutil.rmtree(child, ignore_errors=True)
 
@@ -245,6 +287,8 @@ def measure(tables: int, rows: int, repeat: int, master: str, loaded: bool = Tru
         "seconds": seconds,
         "seconds_loaded": seconds_loaded if loaded else {},
         "cpu_seconds": {name: values for name, values in cpu_seconds.items() if values},
+        "phases": phases,
+        "driver_memory": driver_memory(tables, rows),
         "first_round_seconds": {name: values[0] for name, values in first_round.items()},
         "load": "a single-threaded busy loop in another process"
         + (f", pinned to CPU {busy_cpu}" if busy_cpu is not None else ""),
@@ -260,24 +304,25 @@ def ratios(seconds: dict[str, list[float]]) -> dict[str, float]:
     """
     median = {name: statistics.median(values) for name, values in seconds.items()}
     best = {name: min(values) for name, values in seconds.items()}
-    return {
-        "parquet_median": median["ours"] / median["parquet"],
-        "parquet_best": best["ours"] / best["parquet"],
-        "pylance_median": median["ours"] / median["pylance"],
-        "transfer_median": median["transfer"] / median["parquet"],
-        "transfer_default_median": median["transfer_default"] / median["parquet"],
-    }
+    result = {"parquet_median": median["ours"] / median["parquet"], "parquet_best": best["ours"] / best["parquet"]}
+    if "pylance" in median:
+        result["pylance_median"] = median["ours"] / median["pylance"]
+    for floor in ("transfer", "transfer_default"):
+        if floor in median:
+            result[f"{floor}_median"] = median[floor] / median["parquet"]
+    return result
 
 
 def _table(
-    seconds: dict[str, list[float]], labels: dict[str, str], total: int, cpu: dict[str, list[float]]
+    seconds: dict[str, list[float]], labels: dict[str, str], total: int, cpu: dict[str, list[dict[str, float]]]
 ) -> list[str]:
     """The markdown table of one condition (quiet or loaded).
 
     :param seconds: seconds per path and round.
     :param labels: the row label per path.
     :param total: rows written per round.
-    :param cpu: CPU seconds per path and round (a column when given).
+    :param cpu: CPU seconds per path, round and process role (columns when given: the total and each role's
+        median).
     """
     rows = []
     for name, values in seconds.items():
@@ -285,10 +330,14 @@ def _table(
         rounds = ", ".join(f"{s:.2f}" for s in values)
         cells = [labels[name], f"{median:.2f}", f"{min(values):.2f}", rounds, f"{total / median:,.0f}"]
         if cpu:
-            cells.append(f"{statistics.median(cpu[name]):.2f}" if cpu.get(name) else "")
+            split = cpu.get(name) or []
+            cells.append(f"{statistics.median(sum(c.values()) for c in split):.2f}" if split else "")
+            cells += [f"{statistics.median(c[role] for c in split):.2f}" if split else "" for role in ROLES]
         rows.append("| " + " | ".join(cells) + " |")
-    header = "| path | median s | best s | all rounds s | rows/s (median) |" + (" CPU s (median) |" if cpu else "")
-    return [header, "|---|---:|---:|---:|---:|" + ("---:|" if cpu else ""), *rows]
+    header = "| path | median s | best s | all rounds s | rows/s (median) |"
+    if cpu:
+        header += " CPU s | of which JVM | Python workers | driver |"
+    return [header, "|---|---:|---:|---:|---:|" + ("---:|---:|---:|---:|" if cpu else ""), *rows]
 
 
 def _verdict(name: str, ratio: dict[str, float]) -> str:
@@ -320,10 +369,11 @@ def render(result: dict[str, Any]) -> str:
         "pylance": "pylance `lance.write_dataset`, 1 process (tables one after another)",
     }
     lines = [
-        "## Spark staging throughput",
+        f"### {result['tables']} tables x {result['rows']:,} rows",
         "",
         f"{result['tables']} tables x {result['rows']:,} rows x 4 columns (long, string, double, int), cached "
-        f"DataFrames ({result['partitions']} partitions each); {result['rounds']} interleaved rounds after a "
+        f"DataFrames ({result['partitions']} partitions each; `spark.driver.memory` "
+        f"{result.get('driver_memory', '1g')}); {result['rounds']} interleaved rounds after a "
         f"warm-up round. Machine: {result['machine']}. Spark session start-up "
         f"({result['session_seconds']:.1f} s) not included. Fragment sizes written for one table: "
         f"{', '.join(f'{n:,}' for n in result['fragment_rows'])} rows.",
@@ -343,16 +393,29 @@ def render(result: dict[str, Any]) -> str:
             *_table(loaded_seconds, labels, total, {}),
         ]
         lines.append("")
-    lines += [
-        f"Ratio ours / Parquet (goal ≤ {GOAL_PARQUET:.1f}x, best and median): {'; '.join(verdicts)}. "
-        f"Ours / single-process pylance: {quiet['pylance_median']:.2f}x (quiet, median). The floor row is what "
-        f"any executor-side Python writer pays before writing a byte ({quiet['transfer_median']:.2f}x Parquet "
-        "quiet): the rows leave the JVM as Arrow batches for the Python workers; Parquet is written inside the "
-        "JVM. The staging lifts Spark's Arrow batch byte cap for its jobs (`maxBytesPerBatch=2147483647`: the "
-        "JVM stops measuring the batch after every row); with the default cap the floor alone is "
-        f"{quiet['transfer_default_median']:.2f}x Parquet.",
-        "",
-    ]
+    lines.append(f"Ratio ours / Parquet (goal ≤ {GOAL_PARQUET:.1f}x, best and median): {'; '.join(verdicts)}.")
+    phases = result.get("phases") or {}
+    if phases.get("stage"):
+        lines[-1] += (
+            f" Ours, median of the quiet rounds: {statistics.median(phases['stage']):.2f} s to stage (the driver "
+            f"declares and plans, the executors write, the driver stages the manifests), "
+            f"{statistics.median(phases['commit']) * 1000:.0f} ms for the one batch commit."
+        )
+    if "pylance_median" in quiet:
+        lines[-1] += f" Ours / single-process pylance: {quiet['pylance_median']:.2f}x (quiet, median)."
+    if "transfer_median" in quiet:
+        lines[-1] += (
+            " The floor row is what any executor-side Python writer pays before writing a byte "
+            f"({quiet['transfer_median']:.2f}x Parquet quiet): the rows leave the JVM as Arrow batches for the "
+            "Python workers; Parquet is written inside the JVM."
+        )
+    if "transfer_default_median" in quiet:
+        lines[-1] += (
+            " The staging lifts Spark's Arrow batch byte cap for its jobs (`maxBytesPerBatch=2147483647`: the "
+            "JVM stops measuring the batch after every row); with the default cap the floor alone is "
+            f"{quiet['transfer_default_median']:.2f}x Parquet."
+        )
+    lines.append("")
     first = result.get("first_round_seconds")
     if first:
         lines += [
@@ -374,10 +437,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--no-load", action="store_true", help="skip the rounds with a busy core")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated paths besides parquet and ours (transfer, transfer_default, pylance)",
+    )
     parser.add_argument("--out", default=None, help="also write the markdown section to this file")
     parser.add_argument("--json", default=None, help="also write the raw numbers to this file")
     args = parser.parse_args(argv)
-    result = measure(args.tables, args.rows, args.repeat, args.master, loaded=not args.no_load)
+    only = [name for name in args.only.split(",") if name] or None
+    result = measure(args.tables, args.rows, args.repeat, args.master, loaded=not args.no_load, only=only)
     text = render(result)
     print(text)
     if args.out:

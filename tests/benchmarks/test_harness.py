@@ -198,3 +198,43 @@ def test_a_short_lived_writer_imports_only_its_engine_and_lands_its_declares(tmp
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"retries": 0, "lost": 0}
     listed = DirectoryNamespace(root=str(tmp_path / "catalog")).list_tables(ln.ListTablesRequest(id=["bench"]))
     assert {"w_0", "w_1"} <= set(listed.tables)
+
+
+def test_spark_section_renders_both_sizes_and_their_goals() -> None:
+    from benchmarks import spark_staging
+
+    def numbers(tables: int, rows: int, ours: float, only: bool) -> dict[str, object]:
+        seconds = {"parquet": [10.0, 11.0], "ours": [ours, ours + 1], "transfer": [5.0, 6.0]}
+        if not only:
+            seconds |= {"transfer_default": [12.0, 12.0], "pylance": [4.0, 4.0]}
+        split = {"jvm": 1.0, "workers": 0.5, "driver": 0.25}
+        return {
+            "tables": tables,
+            "rows": rows,
+            "rounds": 2,
+            "master": "local[2]",
+            "partitions": 2,
+            "session_seconds": 3.0,
+            "seconds": seconds,
+            "seconds_loaded": {},
+            "cpu_seconds": {name: [split, split] for name in seconds},
+            "phases": {"stage": [7.0, 9.0], "commit": [0.01, 0.03]},
+            "driver_memory": spark_staging.driver_memory(tables, rows),
+            "first_round_seconds": {name: v[0] for name, v in seconds.items()},
+            "load": "none",
+            "fragment_rows": [1_000_000],
+            "machine": "test",
+        }
+
+    small, large = numbers(2, 2_000_000, 7.0, False), numbers(4, 10_000_000, 9.0, True)
+    results = {
+        key: {"status": "measured", "result": spark_staging.render(n), "numbers": n}
+        for key, n in (("spark", small), ("spark_large", large))
+    }
+    text = "\n".join(spark.section(results))
+    assert text.count("## Spark staging throughput") == 1
+    assert "### 2 tables x 2,000,000 rows" in text and "### 4 tables x 10,000,000 rows" in text
+    assert "`spark.driver.memory` 7g" in text and "`spark.driver.memory` 1g" in text
+    assert "8.00 s to stage" in text and "20 ms for the one batch commit" in text
+    assert "| 1.75 | 1.00 | 0.50 | 0.25 |" in text  # CPU: total, JVM, workers, driver
+    assert [(t.measured, t.met) for t in spark.targets(results)] == [("0.70x", True), ("0.90x", False)]
