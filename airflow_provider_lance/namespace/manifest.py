@@ -47,15 +47,28 @@ log = logging.getLogger(__name__)
 #: Instances holding deferred repoints, flushed when the process exits normally (a process killed leaves its
 #: last versions pending, as after a crash before the repoint: every reader finishes them).
 _DEFERRING: weakref.WeakSet[ManifestTable] = weakref.WeakSet()
+_EXIT_HOOK = threading.Lock()  # held once the exit flush is registered
 
 
-@atexit.register
 def _flush_at_exit() -> None:
     for table in list(_DEFERRING):
         try:
             table.flush_repoints()
         except Exception as error:  # the versions are committed; a reader finishes them
             log.warning("Deferred repoints of %s left to readers: %s", table.storage.root, error)
+
+
+def _register_exit_flush() -> None:
+    """Register :func:`_flush_at_exit` once, twice over: with ``threading``'s exit hooks, which a normal exit runs
+    first, newest first (so before the thread pools s3fs and Lance use stop, and before ``atexit`` closes the
+    stores' clients, adlfs's; CPython has ``threading._register_atexit`` since 3.9, what ``concurrent.futures``
+    uses), and with ``atexit``, which Airflow's task process runs before its ``os._exit`` (the functions
+    registered after its fork). The second flush finds nothing left. tests/s3/test_s3_exit_flush.py fails loudly
+    when the flush no longer runs in time."""
+    if not _EXIT_HOOK.acquire(blocking=False):
+        return
+    getattr(threading, "_register_atexit", atexit.register)(_flush_at_exit)
+    atexit.register(_flush_at_exit)
 
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")
@@ -270,6 +283,7 @@ class ManifestTable:
         with self._repoints_lock:
             self._repoints.update((row.object_id, (old.metadata, row)) for old, row in zip(staged, rows, strict=True))
         _DEFERRING.add(self)
+        _register_exit_flush()
 
     def copied(self, row: ManifestRow) -> dict[str, Any] | None:
         """The final metadata of a committed row whose repoint this instance deferred, or which it finished but

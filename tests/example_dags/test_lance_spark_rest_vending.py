@@ -41,8 +41,9 @@ DAG_ID = "lance_spark_batch_commit"
 TOKEN = "dag-token-7d2e41"
 LIFETIME = timedelta(seconds=2)
 #: Rows per run: enough that the executors' writes outlast the first credential on a quiet machine too (with 40
-#: rows the driver staged 1.7 s after the first vend, before that credential expired, and proved nothing).
-ROWS = 100_000
+#: rows, and with 100,000 on a quiet machine once imports got cheaper, the driver staged 1.7 s after the first
+#: vend, before that credential expired, and proved nothing; 1,000,000 write for about 5 s).
+ROWS = 1_000_000
 EXPECTED = {"demo.users": ROWS, "demo.events": ROWS * 10, "demo.scores": ROWS // 2}
 
 
