@@ -34,7 +34,7 @@ from benchmarks import (
     writes,
 )
 from benchmarks.common import DOC, RESULTS_DIR, Target
-from benchmarks.notes import ENGINE_NOTES, ISSUE_42_NOTES, PROFILE_NOTES, RUN_IT
+from benchmarks.notes import ENGINE_NOTES, ISSUE_38_NOTES, ISSUE_42_NOTES, PROFILE_NOTES, RUN_IT
 
 # The sections in the order they run and appear. Each module measures with ``jobs(work)`` (results key,
 # measure), renders its part with ``section(results)`` and, where it has goals, ``targets(results)``.
@@ -103,7 +103,7 @@ def render(results: dict[str, Any]) -> str:
         lines.append("")
     for module in SECTIONS:
         lines += module.section(results)
-    lines += [PROFILE_NOTES, "", ENGINE_NOTES, "", ISSUE_42_NOTES, "", RUN_IT, ""]
+    lines += [PROFILE_NOTES, "", ENGINE_NOTES, "", ISSUE_38_NOTES, "", ISSUE_42_NOTES, "", RUN_IT, ""]
     for name, error in results.get("_failed", {}).items():
         lines += [f"**Section `{name}` failed in this run**: {error}", ""]
     seconds = results.get("_seconds", {})

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_lance.namespace.manifest import flush_deferred_repoints
+
 ACCOUNT = "devstoreaccount1"
 # Azurite's well-known key (Microsoft's documentation): it opens local emulators only.
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -125,4 +127,5 @@ def azurite_server():
             server.container().create_container()
             yield server
         finally:
+            flush_deferred_repoints()  # while the store still answers
             stop(process)

@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowException
 
+from airflow_provider_lance.get_provider_info import CONN_FIELDS
 from airflow_provider_lance.implementations import ENGINE_IMPL, IMPLEMENTATIONS, property_prefix
 from airflow_provider_lance.namespace.config import names_a_secret
 from airflow_provider_lance.namespace.storage import login_options
@@ -53,7 +54,9 @@ def _plain_keys(extra: dict[str, Any], impl: str) -> dict[str, Any]:
 
     ``dir.<property>`` becomes ``<property>`` for the directory namespace and ``rest.<property>`` for
     ``rest``; a key for another implementation is left out. The legacy form prefix
-    ``extra__lance__<name>`` becomes ``<name>``. A plain key wins over its implementation key.
+    ``extra__lance__<name>`` becomes ``<name>``. A plain key wins over its implementation key. A form field
+    (:data:`CONN_FIELDS`) left blank is left out; any other key is passed on as written, empty or not (an empty
+    ``manifest_cache_dir`` means no cache, not the default).
 
     :param extra: The connection extra (without ``impl``).
     :param impl: The implementation name.
@@ -68,7 +71,7 @@ def _plain_keys(extra: dict[str, Any], impl: str) -> dict[str, Any]:
             plain[name] = value
         elif prefix == own:
             prefixed[name.removeprefix(prefix)] = value
-    return {**prefixed, **{k: v for k, v in plain.items() if v not in (None, "")}}
+    return {**prefixed, **{k: v for k, v in plain.items() if not (k in CONN_FIELDS and v in (None, ""))}}
 
 
 #: The extra keys of a REST server's token source (besides ``client_secret``, which may be the password).

@@ -50,7 +50,9 @@ _DEFERRING: weakref.WeakSet[ManifestTable] = weakref.WeakSet()
 _EXIT_HOOK = threading.Lock()  # held once the exit flush is registered
 
 
-def _flush_at_exit() -> None:
+def flush_deferred_repoints() -> None:
+    """Make the deferred repoints of every instance of this process now (what a normal exit does): for a
+    process about to lose its store, a test session stopping its object-store server for one."""
     for table in list(_DEFERRING):
         try:
             table.flush_repoints()
@@ -59,16 +61,16 @@ def _flush_at_exit() -> None:
 
 
 def _register_exit_flush() -> None:
-    """Register :func:`_flush_at_exit` once, twice over: with ``threading``'s exit hooks, which a normal exit runs
-    first, newest first (so before the thread pools s3fs and Lance use stop, and before ``atexit`` closes the
+    """Register :func:`flush_deferred_repoints` once, twice over: with ``threading``'s exit hooks, which a normal
+    exit runs first, newest first (so before the thread pools s3fs and Lance use stop, and before ``atexit`` closes the
     stores' clients, adlfs's; CPython has ``threading._register_atexit`` since 3.9, what ``concurrent.futures``
     uses), and with ``atexit``, which Airflow's task process runs before its ``os._exit`` (the functions
     registered after its fork). The second flush finds nothing left. tests/s3/test_s3_exit_flush.py fails loudly
     when the flush no longer runs in time."""
     if not _EXIT_HOOK.acquire(blocking=False):
         return
-    getattr(threading, "_register_atexit", atexit.register)(_flush_at_exit)
-    atexit.register(_flush_at_exit)
+    getattr(threading, "_register_atexit", atexit.register)(flush_deferred_repoints)
+    atexit.register(flush_deferred_repoints)
 
 
 _CONFLICT_MARKERS = ("commit conflict", "incompatible with concurrent", "too many concurrent writers")

@@ -52,6 +52,16 @@ class TestConfig:
         )
         assert LanceHook().get_namespace_config() == ("dir", {"root": "file:///data/x"})
 
+    def test_blank_form_fields_left_out_other_empty_extras_kept(self, monkeypatch, tmp_path):
+        # the form stores a blank field as ""; an empty manifest_cache_dir is a setting (no machine cache)
+        extra = {"impl": "", "root": "", "token_file": "", "manifest_cache_dir": ""}
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_LANCE_DEFAULT", json.dumps({"conn_type": "lance", "host": str(tmp_path), "extra": extra})
+        )
+        hook = LanceHook()
+        assert hook.get_namespace_config() == (DEFAULT_IMPL, {"root": str(tmp_path), "manifest_cache_dir": ""})
+        assert hook.get_conn().config.manifest_cache_dir is None
+
     def test_full_class_path_impl(self, set_conn, lance_root):
         set_conn("lance.namespace.DirectoryNamespace")
         hook = LanceHook()

@@ -24,6 +24,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from airflow_provider_lance.namespace.manifest import flush_deferred_repoints
 from tests.azurite import CONTAINER, AzuriteServer, azurite_server  # noqa: F401
 
 ACCESS_KEY = "AKIAMOTOTESTKEY4711"
@@ -136,6 +137,7 @@ def moto_server() -> Iterator[MotoServer]:
         server.client().create_bucket(Bucket=BUCKET)
         yield server
     finally:
+        flush_deferred_repoints()  # while the store still answers
         stop(process)
 
 
