@@ -443,8 +443,9 @@ def _table(measured: dict[str, Any]) -> list[str]:
                 for name in ("ours", "reference", FLOOR, "ours_off", "reference_off")
             ]
             ratios = [spread(run_ratios(values, op, against), times) for against in ("reference", FLOOR)]
-            lines.append(f"| {TITLES[op]} | {label} | {' | '.join(cells[:3])} | {' | '.join(ratios)} |"
-                         f" {cells[3]} | {cells[4]} |")
+            lines.append(
+                f"| {TITLES[op]} | {label} | {' | '.join(cells[:3])} | {' | '.join(ratios)} | {cells[3]} | {cells[4]} |"
+            )
     return lines
 
 
