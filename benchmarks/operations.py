@@ -454,10 +454,11 @@ MANAGED_PREFIX = "operations_managed/"
 MANAGED_WHY: dict[str, tuple[str, str]] = {
     "create_table_version": (
         "Seed 003's external manifest store commit: the `table_version` row is the commit point (a guarded append"
-        " of `__manifest`), then the copy of the staged manifest, then the repoint of the row at the final"
-        " manifest (a Lance Update): two `__manifest` commits where the reference's tracking mode makes one"
-        " put-if-not-exists copy and writes no row (see the table version management section).",
-        "Fold the repoint into the next commit (a protocol change, not a speed-up of a step; see the table"
-        " version management section).",
+        " of `__manifest`; one per version, the repoint of the row riding on the next one), then the copy of the"
+        " staged manifest; the reference's tracking mode makes the put-if-not-exists copy only and writes no row."
+        " The floor (the reference's commit plus one guarded append made with pylance alone, in the same turns) is"
+        " under the section's managed table: ours ÷ floor is what is ours.",
+        "Below the floor only with another protocol: a version committed without a `__manifest` commit (see the"
+        " table version management section).",
     ),
 }

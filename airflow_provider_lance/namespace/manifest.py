@@ -365,8 +365,9 @@ class ManifestTable:
                 raise
 
         def change(index: RowIndex) -> RowIndex:
-            index = index.replaced(data.filter(pa.array([oid in applied for oid in wanted])))
-            return index.appended(inserting) if inserting is not None else index
+            # one derivation: the repointed rows replaced, the inserted ones added after them (none exists)
+            changed = data.filter(pa.array([oid in applied for oid in wanted]))
+            return index.replaced(changed if inserting is None else pa.concat_tables([changed, inserting]))
 
         try:
             self.commit(write, change)
