@@ -356,7 +356,8 @@ def section(results: dict[str, Any]) -> list[str]:
         "",
         f"Each engine writes its own catalog: {meta['tables']} tables x {meta['versions']} versions, written by"
         " pylance through the namespace (`lance.write_dataset(..., namespace_client=ns, mode='append')`: pylance"
-        " calls `describe_table` and `create_table_version`); ours with `table_version_management=true`, the"
+        " calls `describe_table`, `list_table_versions` and `create_table_version`); ours with"
+        " `table_version_management=true`, the"
         " reference with `table_version_tracking_enabled=true`, and both with it off for scale (first run only)."
         " The engines take turns append by append; then"
         f" {meta['reps']} reads of each kind, interleaved (p50). Each run builds new catalogs; a cell is the"
@@ -371,20 +372,27 @@ def section(results: dict[str, Any]) -> list[str]:
         "",
         *_table(measured),
         "",
-        *_append_runs(measured),
     ]
-    if any(key != "after" for key in measured):
+    lines += [line for each_run in _append_runs(measured) for line in (each_run, "")]
+    before = measured.get("before")
+    if before:
+        engine = before["_meta"].get("engine")
         lines += [
+            (
+                f"*before*: the engine of commit `{engine}` (`BENCH_MANAGED_BEFORE={engine}`: that commit's package,"
+                " first on the `PYTHONPATH` of a process of its own, with this checkout's benchmarks), measured just"
+                " before *after*"
+                if engine
+                else "*before*: an earlier engine (`BENCH_MANAGED_LABEL=before`, that commit's package first on"
+                " `PYTHONPATH`), measured in the same hour"
+            )
+            + "; compare the ratios (each run's own), not the milliseconds.",
             "",
-            "*before*: the engine of the commit named in its run (`BENCH_MANAGED_BEFORE=<commit>`: that commit's"
-            " package, first on the `PYTHONPATH` of a process of its own, with this checkout's benchmarks),"
-            " measured just before *after*; compare the ratios (each run's own), not the milliseconds.",
         ]
     on_s3 = _runs(results, "managed_s3/")
     if on_s3:
         meta = next(iter(on_s3.values()))["_meta"]
         lines += [
-            "",
             f"On S3 (a moto server in its own process, {meta['tables']} tables x {meta['versions']} versions, the"
             " same calls, one run; no goal of its own). Each call of ours makes the freshness LIST of `__manifest`"
             " and one LIST of the table's `_versions/` (the versions are its files and its rows), and a describe of"
