@@ -39,7 +39,8 @@ class CommitFloor:
         versions = rows.filter(pc.equal(rows["object_type"], "table_version"))
         if not versions.num_rows:
             raise ValueError(f"{manifest_uri} holds no table_version row to model the floor's rows on")
-        self._row = versions.slice(versions.num_rows - 1, 1)  # a real row: the same columns and sizes
+        last = versions.slice(versions.num_rows - 1, 1).to_pylist()  # a real row: the same columns and sizes
+        self._row = pa.Table.from_pylist(last, schema=rows.schema)  # its own buffers, as the engine's rows have
         self._options = storage_options
         self.dataset = lance.write_dataset(
             rows,
