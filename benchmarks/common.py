@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -41,6 +42,23 @@ DOC = REPO / "docs" / "benchmarks.md"
 
 # The reference's version methods take plain dicts (its other methods take request models).
 _REFERENCE_DICT_METHODS = {"create_table_version", "describe_table_version", "batch_delete_table_versions"}
+
+
+def export_package(commit: str, work: Path) -> Path:
+    """A directory holding the engine package of ``commit`` (``git archive``), to put first on a process's
+    ``PYTHONPATH`` when measuring that commit's engine (``before``) with this checkout's benchmarks.
+
+    :param commit: the commit.
+    :param work: the run's directory (the package goes to ``before-<commit>/`` in it).
+    """
+    directory = work / f"before-{commit}"
+    if not (directory / "airflow_provider_lance").exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", commit, "airflow_provider_lance"], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(directory)], input=archive.stdout, check=True)
+    return directory
 
 
 def log(message: str) -> None:
@@ -127,6 +145,20 @@ class Timing:
         return {"p50": self.p50, "p95": self.p95, "n": len(self.samples)}
 
 
+def over_runs(measured: list[dict[str, float]]) -> dict[str, Any]:
+    """One engine's figure over several runs: ``p50`` the median of the runs' p50s, ``runs`` each run's p50 and,
+    where the runs have them, ``p95`` the median of their p95s and ``n`` every sample.
+
+    :param measured: the figure of each run (``{"p50": ...}``, or :meth:`Timing.as_dict`).
+    """
+    values = [one["p50"] for one in measured]
+    combined: dict[str, Any] = {"p50": statistics.median(values), "runs": values}
+    if all("p95" in one for one in measured):
+        combined["p95"] = statistics.median(one["p95"] for one in measured)
+        combined["n"] = sum(one["n"] for one in measured)
+    return combined
+
+
 Job = tuple[str, Callable[[], Any]]  # (results key, measure) of one section, or of one size of it
 Operation = tuple[Callable[[int], Any], Callable[[int], Any] | None]  # operation(i), setup(i) run untimed before
 
@@ -198,6 +230,25 @@ def ms(value: float | None) -> str:
 def ratio(mine: float, theirs: float) -> str:
     """``mine / theirs`` as ``0.42x``."""
     return f"{mine / theirs:.2f}x" if theirs else "-"
+
+
+def times(value: float) -> str:
+    """A ratio already divided, as ``0.42x``."""
+    return f"{value:.2f}x"
+
+
+def spread(values: list[float], cell: Callable[[float], str]) -> str:
+    """``median (min-max)`` of several runs' values for a table cell (``cell`` formats one: :func:`ms`,
+    :func:`times`); the value alone of one run, ``-`` of none.
+
+    :param values: each run's value.
+    :param cell: how one value is shown.
+    """
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return cell(values[0])
+    return f"{cell(statistics.median(values))} ({cell(min(values))}-{cell(max(values))})"
 
 
 def kinds(counts: dict[str, float]) -> str:

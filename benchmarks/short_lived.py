@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import catalog, writer_process, writers
-from benchmarks.common import QUICK, REPO, Job, Target, log
+from benchmarks.common import QUICK, REPO, Job, Target, export_package, log
 
 WRITERS = 8
 PER_PROCESS = 5 if QUICK else 25
@@ -57,13 +57,7 @@ def _environments(work: Path) -> dict[str, dict[str, str]]:
     environments = {}
     packages = {"ours": REPO, "reference": REPO}
     if BEFORE:
-        before = work / f"before-{BEFORE}"
-        before.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", BEFORE, "airflow_provider_lance"], capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
-        packages["before"] = before
+        packages["before"] = export_package(BEFORE, work)
     for engine, directory in packages.items():
         compileall.compile_dir(str(directory / "airflow_provider_lance"), quiet=1)
         path = [str(directory), str(REPO)] if directory != REPO else [str(REPO)]

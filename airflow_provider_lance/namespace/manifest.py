@@ -104,6 +104,9 @@ class ManifestTable:
         # committed rows this instance finished reading but could not repoint: id -> (row's metadata, final
         # metadata); answered without a request while the row stays the same (:meth:`remember_copy`)
         self._copies: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {}
+        # the data file the last repoint of this instance wrote -> its rows (the next repoint takes its row out
+        # of that file without reading it: fragments.small_fragment_rows); written in the writers' turn
+        self._written_rows: dict[str, pa.Table] = {}
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
         # a commit are stored once the turn is released
         machine_key = None if storage.private else storage.catalog_key
@@ -335,7 +338,13 @@ class ManifestTable:
             applied[:] = [oid for oid in wanted if oid in current and current[oid].get("metadata") != metadata[oid]]
             if inserting is None and any(oid not in current for oid in wanted):
                 raise _RowsGone
-            plan = fragments.fragments_holding(dataset, set(applied), SMALL_FRAGMENT_ROWS) if applied else None
+            plan = (
+                fragments.fragments_holding(
+                    dataset, set(applied), SMALL_FRAGMENT_ROWS, self._written_rows, self._snapshots.check
+                )
+                if applied
+                else None
+            )
             if plan is None or plan[2].schema.names != data.schema.names:
                 if inserting is None:
                     raise _RowsGone if applied else _AlreadyRepointed
@@ -345,8 +354,11 @@ class ManifestTable:
             new_rows = [kept, data.filter(pa.array([oid in applied for oid in wanted])).cast(kept.schema)]
             if inserting is not None:
                 new_rows.append(inserting.cast(kept.schema))
-            written = fragments.write_rows(dataset, pa.concat_tables(new_rows), options)
+            table = pa.concat_tables(new_rows).combine_chunks()  # one batch: written as one, kept as one
+            written = fragments.write_rows(dataset, table, options)
             attempts.append(written)
+            paths = fragments.data_file_paths(written)
+            self._written_rows = {paths[0]: table} if len(paths) == 1 else {}
             try:
                 return fragments.commit_update(dataset, removed, updated, written, options), None
             except BaseException as error:
@@ -355,8 +367,9 @@ class ManifestTable:
                 raise
 
         def change(index: RowIndex) -> RowIndex:
-            index = index.replaced(data.filter(pa.array([oid in applied for oid in wanted])))
-            return index.appended(inserting) if inserting is not None else index
+            # one derivation: the repointed rows replaced, the inserted ones added after them (none exists)
+            changed = data.filter(pa.array([oid in applied for oid in wanted]))
+            return index.replaced(changed if inserting is None else pa.concat_tables([changed, inserting]))
 
         try:
             self.commit(write, change)

@@ -177,3 +177,30 @@ def test_an_update_takes_rows_out_of_small_and_large_fragments(tmp_path: Path) -
     fragments.commit_append(copy.copy(dataset), guarded, None)
     with pytest.raises(CommitConflictError):  # a guarded append conflicts with every later commit
         fragments.commit_update(dataset, [], [], fragments.write_rows(dataset, replacement, None), None)
+
+
+def test_a_small_fragment_this_process_wrote_is_not_read_again(tmp_path: Path) -> None:
+    """The rows known for a data file answer for its fragment (no read) while it has no deletions; a fragment of
+    another file, or one with deletions, is read; in check mode known rows that differ from the file fail."""
+    schema = pa.schema([pa.field("object_id", pa.string())])
+    dataset = lance.write_dataset(pa.table({"object_id": ["a", "b"]}, schema=schema), str(tmp_path))
+    rows = pa.table({"object_id": ["s1", "s2"]}, schema=schema)
+    written = fragments.write_rows(dataset, rows, None)
+    dataset = fragments.commit_append(dataset, written, None)
+    small = dataset.get_fragments()[-1]
+    path = fragments.data_file_paths(written)[0]
+    marked = pa.table({"object_id": ["s1", "s2"]}, schema=schema.with_metadata({"from": "memory"}))
+    answered = fragments.small_fragment_rows(small, {path: marked}, check=False)
+    assert answered is marked  # taken as known, not read
+    assert fragments.small_fragment_rows(small, {}, check=False).equals(rows)  # unknown: read
+    other = dataset.get_fragments()[0]
+    assert fragments.small_fragment_rows(other, {path: marked}, check=False)["object_id"].to_pylist() == ["a", "b"]
+    assert fragments.small_fragment_rows(small, {path: marked}, check=True) is marked  # checked: the same rows
+    wrong = pa.table({"object_id": ["s1", "x"]}, schema=schema)
+    assert fragments.small_fragment_rows(small, {path: wrong}, check=False) is wrong
+    with pytest.raises(ln.InternalError, match="differ"):
+        fragments.small_fragment_rows(small, {path: wrong}, check=True)
+    dataset.delete("object_id = 's1'")  # a deletion vector on the small fragment: its rows are read
+    assert fragments.small_fragment_rows(dataset.get_fragments()[-1], {path: marked}, check=False)[
+        "object_id"
+    ].to_pylist() == ["s2"]
