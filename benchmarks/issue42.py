@@ -294,7 +294,7 @@ ROWS: list[Row] = [
         "0.81x",
         "spark",
         spark_staging("spark"),
-        "2 tables x 2,000,000 rows",
+        "Spark staging throughput",
         "Spark staging at both sizes of issue 42",
     ),
     Row(
@@ -303,7 +303,7 @@ ROWS: list[Row] = [
         "not measured",
         "spark_large",
         spark_staging("spark_large"),
-        "4 tables x 10,000,000 rows",
+        "Spark staging throughput",
         "Spark staging at both sizes of issue 42",
     ),
     Row(

@@ -25,7 +25,6 @@ PAGE = "\n".join(
         "### With table version management",
         "## Storage requests per sensor poke",
         "## Short-lived writer processes into a small catalog",
-        "### 2 tables x 2,000,000 rows",
         "## REST server: CPU per request, authenticated, managed mode (issue 42)",
         "## The managed commit at its floor (issue 42; measured today)",
     ]
@@ -106,7 +105,7 @@ def test_each_row_is_the_median_of_its_runs_with_their_spread_and_its_before() -
     assert spark[3:6] == ["0.80x (0.60-1.00, ±25%)", "5 rounds", "yes"]
     large = _row(table, "Spark: the same at 4 tables")
     assert large[3] == "not measured"
-    assert large[7] == "figures: **no heading “4 tables x 10,000,000 rows…” on this page**"
+    assert large[7] == "figures: **no heading “Spark staging throughput…” on this page**"
 
 
 def test_the_managed_before_is_the_commits_run_of_its_own_when_measured() -> None:
