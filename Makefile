@@ -4,7 +4,7 @@ VENV := .venv
 export UV_COMPILE_BYTECODE := 1
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: venv test test-fast test-e2e test-install demo bench lint clean node-clients
+.PHONY: venv test test-fast test-e2e test-install demo bench bench-issue42 lint clean node-clients
 
 $(VENV)/.installed: pyproject.toml uv.lock
 	$(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -52,6 +52,11 @@ demo: venv
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks
+
+# Issue 42's rows measured again, with the engine and server of the commit before its changes alongside, merged
+# into latest.json and the page (scripts/bench_issue42.py; ISSUE42_ARGS=--quick: the smoke versions).
+bench-issue42: venv
+	$(VENV)/bin/python scripts/bench_issue42.py $(ISSUE42_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check airflow_provider_lance tests benchmarks example_dags scripts

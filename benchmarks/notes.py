@@ -155,7 +155,15 @@ Two commits side by side (issue 38: the same benchmarks before and after, within
 `python3 scripts/bench_compare.py --before 5ecbabb --after main --rounds 3` exports each commit into its own tree
 and venv, runs the scale, scale_managed, rest and writers sections of each in turn, in alternating order each
 round, and writes `.bench-compare/summary.md`: per figure, each commit's median, the ratio and the before
-commit's own spread over its rounds (`--sections` another list, `--quick` the smoke versions)."""
+commit's own spread over its rounds (`--sections` another list, `--quick` the smoke versions).
+
+Issue 42's rows (their table near the top of this page): `make bench-issue42` (`scripts/bench_issue42.py`) exports
+the package of commit `ceec513` (the last before the issue's changes) with `bench_compare`'s exporter, runs the
+managed section with it (results key `managed/ceec513`), then every row's section in one merged run of this
+checkout, the short-lived writers and the authenticated REST load with that commit's engine and server in the same
+runs (`BENCH_SHORT_LIVED_BEFORE`, `BENCH_REST_BEFORE`), and renders this page. It prints first what the last
+measurement of those sections took; `ISSUE42_ARGS=--quick` runs the smoke versions, `ISSUE42_ARGS=--sections=...`
+some of the sections."""
 
 #: Figures measured once by hand, by a script outside this harness (issue 42), kept so that a render keeps them.
 ISSUE_42_NOTES = """\

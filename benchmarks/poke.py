@@ -297,6 +297,22 @@ def jobs(work: Path) -> list[Job]:
     return [("poke", lambda: run(work))]
 
 
+def at_floor(poke: dict[str, Any], sensor: str | None = None) -> list[bool]:
+    """Whether each of our S3 pokes (every case of a known ``CASES`` entry, size and temperature) took at most its
+    floor.
+
+    :param poke: the section's result.
+    :param sensor: only this sensor's cases (all when ``None``).
+    """
+    return [
+        _total(counts) <= CASE_BY_KEY[key].floor(temperature)
+        for size in poke["s3"]
+        for key, by_temperature in poke["s3"][size]["ours"].items()
+        if key in CASE_BY_KEY and sensor in (None, key.split("|")[0])
+        for temperature, counts in by_temperature.items()
+    ]
+
+
 def targets(results: dict[str, Any]) -> list[Target]:
     """Per sensor: S3 requests of a warm and a cold poke at any size, of a machine's first (cold) poke at each
     size (issue 22: ≤ 2 at 100 and 10,000 tables), and our storage requests of a warm poke on local disk."""
@@ -335,13 +351,7 @@ def targets(results: dict[str, Any]) -> list[Target]:
                         WHY[temperature],
                     )
                 )
-        floors = [
-            _total(counts) <= CASE_BY_KEY[key].floor(temperature)
-            for size in poke["s3"]
-            for key, by_temperature in poke["s3"][size]["ours"].items()
-            if key.split("|")[0] == sensor and key in CASE_BY_KEY
-            for temperature, counts in by_temperature.items()
-        ]
+        floors = at_floor(poke, sensor)
         rows.append(
             Target(
                 f"{sensor} poke, S3 requests at the floor of its key ranges (every case, size and temperature)",

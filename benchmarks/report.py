@@ -1,6 +1,7 @@
 """Render the results of ``python -m benchmarks`` as ``docs/benchmarks.md``: the header, every section's goals in
-one Targets table (and why each missed one missed), then each section's own part, in the order of
-:data:`SECTIONS`. ``python -m benchmarks.report`` renders the page again from ``benchmarks/results/latest.json``.
+one Targets table (and why each missed one missed), issue 42's rows before and after (``issue42.py``), then each
+section's own part, in the order of :data:`SECTIONS`. ``python -m benchmarks.report`` renders the page again from
+``benchmarks/results/latest.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from benchmarks import (
     changes,
     cleanup,
     data_plane,
+    issue42,
     managed,
     operations,
     page,
@@ -101,9 +103,10 @@ def render(results: dict[str, Any]) -> str:
             reason, step = target.why or ("See the sections below.", "—")
             lines.append(f"- **{target.name}** ({target.measured}). Why: {reason} Next step: {step}")
         lines.append("")
-    for module in SECTIONS:
-        lines += module.section(results)
-    lines += [PROFILE_NOTES, "", ENGINE_NOTES, "", ISSUE_38_NOTES, "", ISSUE_42_NOTES, "", RUN_IT, ""]
+    body = [line for module in SECTIONS for line in module.section(results)]
+    body += [PROFILE_NOTES, "", ENGINE_NOTES, "", ISSUE_38_NOTES, "", ISSUE_42_NOTES, "", RUN_IT, ""]
+    # issue 42's rows link to the headings of the page around them
+    lines += issue42.table(results, "\n".join([*lines, *body])) + body
     for name, error in results.get("_failed", {}).items():
         lines += [f"**Section `{name}` failed in this run**: {error}", ""]
     seconds = results.get("_seconds", {})

@@ -345,7 +345,8 @@ def authenticated_mixed(work: Path) -> dict[str, Any]:
     present a service-account JWT to a principals file of ``PRINCIPALS`` secret and as many token principals)
     against the reference ``RestAdapter`` (which has none), ``AUTHENTICATED_ROUNDS`` rounds, each alternating
     chunks between them; calls/s and the server CPU per call of each round. With ``BENCH_REST_BEFORE`` (a
-    checkout of an older commit) that commit's server is measured too, in the same chunks (``before``).
+    checkout of an older commit) that commit's server is measured too, in the same chunks (``before``, named by
+    the checkout's directory: ``scripts/bench_issue42.py`` names it after the commit).
 
     :param work: a directory for the catalogs.
     """
@@ -363,7 +364,8 @@ def authenticated_mixed(work: Path) -> dict[str, Any]:
         servers["reference"] = theirs
         for round_ in range(AUTHENTICATED_ROUNDS):
             rounds.append(_measure(servers, AUTHENTICATED_CLIENTS, "mixed", f"a{round_}_"))
-    return {"clients": AUTHENTICATED_CLIENTS, "rounds": rounds}
+    before = Path(AUTHENTICATED_BEFORE).name if AUTHENTICATED_BEFORE else None
+    return {"clients": AUTHENTICATED_CLIENTS, "rounds": rounds, "before": before}
 
 
 def _tokens_in_process(document: dict[str, Any], path: Path, secret: str, token: str, issuer: Any) -> dict[str, float]:
@@ -754,6 +756,15 @@ def _median(values: list[float]) -> float:
 _AUTHENTICATED_SERVERS = {"before": "ours, before issue 42", "ours": "ours", "reference": "reference RestAdapter"}
 
 
+def authenticated_ratios(run: dict[str, Any], server: str) -> list[float]:
+    """Calls/s of ``server`` ÷ the reference's, round by round, in a run of issue 42's REST row.
+
+    :param run: the ``rest_authenticated`` result.
+    :param server: ``ours`` or ``before``.
+    """
+    return [r[server]["per_s"] / r["reference"]["per_s"] for r in run["rounds"]]
+
+
 def _authenticated_summary(run: dict[str, Any], server: str) -> dict[str, Any]:
     """Over the rounds of a run, for one server: calls/s, calls/s ÷ the reference's and server CPU per call,
     each as (median, min, max)."""
@@ -764,7 +775,7 @@ def _authenticated_summary(run: dict[str, Any], server: str) -> dict[str, Any]:
 
     return {
         "per_s": spread([r[server]["per_s"] for r in rounds]),
-        "ratio": spread([r[server]["per_s"] / r["reference"]["per_s"] for r in rounds]),
+        "ratio": spread(authenticated_ratios(run, server)),
         "server_cpu_us": spread([r[server]["server_cpu_us"] for r in rounds]),
     }
 
@@ -790,6 +801,7 @@ def authenticated_targets(results: dict[str, Any]) -> list[Target]:
 def authenticated_report(results: dict[str, Any]) -> str:
     """The markdown of issue 42's REST row: each server's medians and spread over the rounds."""
     run = results[AUTHENTICATED]
+    named = f" (`{run['before']}`)" if run.get("before") else ""
     lines = [
         "## REST server: CPU per request, authenticated, managed mode (issue 42)",
         "",
@@ -802,7 +814,8 @@ def authenticated_report(results: dict[str, Any]) -> str:
         f" {CHUNKS['read']} chunks alternating between the servers (all of them meet the same outside load);"
         " medians over the rounds, min-max in brackets. Server CPU = the server process's CPU time per call"
         " (`/proc/<pid>/stat`), which other load distorts less than throughput. *Before* is the server of the"
-        " commit before issue 42's changes, measured in the same chunks (`BENCH_REST_BEFORE=<a checkout of it>`).",
+        f" commit before issue 42's changes{named}, measured in the same chunks (`BENCH_REST_BEFORE=<a checkout"
+        " of it>`).",
         "",
         "| server | calls/s | ÷ reference | server CPU µs/call |",
         "|---|---:|---:|---:|",

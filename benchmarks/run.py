@@ -44,7 +44,7 @@ def main() -> int:
         "pylance": lance.__version__,
         "date": time.strftime("%Y-%m-%d"),
     }
-    if MERGE:  # the last full run, its selected sections measured again
+    if MERGE and RESULTS.exists():  # the last full run, its selected sections measured again (none yet: a new one)
         results = json.loads(RESULTS.read_text())
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for name, measure in (job for module in SECTIONS for job in module.jobs(work)):
@@ -54,6 +54,7 @@ def main() -> int:
         section_started = time.perf_counter()
         try:
             results[name] = measure()
+            results.get("_failed", {}).pop(name, None)  # a merged run's earlier failure of it
         except Exception as error:  # one broken section must not lose the others
             log(f"section {name} failed: {type(error).__name__}: {error}")
             results.setdefault("_failed", {})[name] = f"{type(error).__name__}: {error}"
@@ -68,7 +69,7 @@ def main() -> int:
         log(f"wrote {RESULTS.relative_to(REPO)} (partial run: docs/benchmarks.md not rewritten)")
     else:
         PAGE.write_text(render(results))
-        log(f"wrote {PAGE.relative_to(REPO)} and {RESULTS.relative_to(REPO)} in {results['total_seconds']:.0f} s")
+        log(f"wrote {PAGE.relative_to(REPO)} and {RESULTS.relative_to(REPO)} in {time.perf_counter() - started:.0f} s")
     if not BENCH_DIR:
         catalog.remove(work)
     return 0

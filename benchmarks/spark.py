@@ -76,6 +76,16 @@ def conditions(numbers: dict[str, Any]) -> list[tuple[str, float]]:
     return [(name, min(seconds["ours"]) / min(seconds["parquet"])) for name, seconds in measured if seconds]
 
 
+def round_ratios(numbers: dict[str, Any]) -> list[float]:
+    """Ours ÷ Parquet of each quiet round (the two paths take turns within a round; issue 42's row is their
+    median).
+
+    :param numbers: what ``spark_staging.measure`` returned.
+    """
+    seconds = numbers["seconds"]
+    return [ours / parquet for ours, parquet in zip(seconds["ours"], seconds["parquet"], strict=True)]
+
+
 def jobs(work: Path) -> list[Job]:
     """(results key, measure) of each size.
 
