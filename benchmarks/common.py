@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.implementations import pages
 from airflow_provider_lance.namespace import DirectoryNamespace
+from benchmarks import git_export
 
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0", "false")
 ONLY = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
@@ -45,20 +45,13 @@ _REFERENCE_DICT_METHODS = {"create_table_version", "describe_table_version", "ba
 
 
 def export_package(commit: str, work: Path) -> Path:
-    """A directory holding the engine package of ``commit`` (``git archive``), to put first on a process's
-    ``PYTHONPATH`` when measuring that commit's engine (``before``) with this checkout's benchmarks.
+    """A directory holding the engine package of ``commit``, to put first on a process's ``PYTHONPATH`` when
+    measuring that commit's engine (``before``) with this checkout's benchmarks.
 
     :param commit: the commit.
     :param work: the run's directory (the package goes to ``before-<commit>/`` in it).
     """
-    directory = work / f"before-{commit}"
-    if not (directory / "airflow_provider_lance").exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", commit, "airflow_provider_lance"], capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", str(directory)], input=archive.stdout, check=True)
-    return directory
+    return git_export.export(commit, work / f"before-{commit}", "airflow_provider_lance")
 
 
 def log(message: str) -> None:

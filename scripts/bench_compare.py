@@ -33,25 +33,21 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # run by any Python 3: only the standard library and benchmarks/git_export.py
+
+from benchmarks import git_export  # noqa: E402
+
 SECTIONS = ("scale", "scale_managed", "rest", "writers")
 
 
-def export(commit: str, out: Path, *paths: str) -> Path:
-    """The tree of ``commit`` in ``out/trees/<commit>`` with its own venv (``make venv``: its own lock); with
-    ``paths``, only those, in ``out/parts/<commit>`` and without a venv (a package to put first on the path of
-    this checkout's processes, as ``scripts/bench_issue42.py`` does).
+def export(commit: str, out: Path) -> Path:
+    """The tree of ``commit`` in ``out/trees/<commit>`` with its own venv (``make venv``: its own lock).
 
-    :param commit: A commit (its first 12 characters name the directory).
+    :param commit: A full commit hash.
     :param out: The comparison's directory.
-    :param paths: Paths of the tree (all when none).
     """
-    tree = out / ("parts" if paths else "trees") / commit[:12]
-    if not all((tree / path).exists() for path in paths or ("Makefile",)):
-        tree.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "archive", commit, *paths], cwd=REPO, check=True, capture_output=True)
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
-    if not paths:
-        subprocess.run(["make", "venv"], cwd=tree, check=True)
+    tree = git_export.export(commit, out / "trees" / commit[:12])
+    subprocess.run(["make", "venv"], cwd=tree, check=True)
     return tree
 
 
