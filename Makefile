@@ -56,7 +56,7 @@ bench: venv
 # Issue 42's rows measured again, with the engine and server of the commit before its changes alongside, merged
 # into latest.json and the page (scripts/bench_issue42.py; ISSUE42_ARGS=--quick: the smoke versions).
 bench-issue42: venv
-	$(VENV)/bin/python scripts/bench_issue42.py $(ISSUE42_ARGS)
+	$(VENV)/bin/python -m scripts.bench_issue42 $(ISSUE42_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check airflow_provider_lance tests benchmarks example_dags scripts

@@ -250,4 +250,48 @@ that size, so once both saturate the two cores the wall ratio tends to that (0.8
 - **What would reach 0.8x at 4 x 10M:** taking the rows out of the JVM without the per-row Arrow conversion (a
   JVM-side Lance writer, lance-spark) or cheaper encoding (Lance file format 2.0 encodes several times faster at
   ~3x the size: a change of what we store, so not made here).
+
+## Short-lived writer processes: where a writer's CPU goes, and the machine turn's wait (issue 42, 2026-11-27, machine shared and loaded: indicative only)
+
+Each writer of "Short-lived writer processes" now reports its CPU by phase (`benchmarks/writer_process.py`; the
+generated section shows the table after a re-run). Measured by hand while other helpers ran (1-minute load 4-10),
+3 interleaved runs per mode of ours, this branch's parent `77da42b` (*before*) and the reference, 8 x 25
+declares; CPU milliseconds of one writer process, median over the runs of the mean of its 8 processes:
+
+| management | engine | start | import | construct | first declare | 24 declares | per declare | exit | finalise |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| off | ours | 1014 | 471 | 1 | 25 | 232 | 9.6 | 0 | 353 |
+| off | before | 913 | 453 | 1 | 32 | 297 | 12.4 | 0 | 302 |
+| off | reference | 1047 | 438 | 2 | 16 | 164 | 6.8 | 1 | 307 |
+| managed | ours | 885 | 446 | 1 | 26 | 267 | 11.1 | 0 | 335 |
+| managed | before | 883 | 469 | 1 | 34 | 314 | 13.1 | 0 | 311 |
+| managed | reference | 875 | 414 | 2 | 16 | 270 | 11.3 | 1 | 313 |
+
+*start* is the interpreter with `lance_namespace` (both engines import it first) and *finalise* the interpreter's
+shutdown (Lance's and Arrow's teardown): ~1.2 s of a writer's ~2 s, the same for both engines. The import is at
+parity. What is the engine's own is ~0.3 s: the first declare (ours +10 ms: opening `__manifest` and reading
+its rows in Python, where the reference stays in Rust) and the 24 others. Building the namespace object costs
+1-2 ms in both, and nothing runs at exit (a declare defers no repoint, so no exit flush is registered).
+
+**Where ours spent more**: waiting for the machine turn (`writers_turn.MachineTurn`). A waiting process polled a
+non-blocking `flock` every 0.1-1 ms: with 8 processes, 7 wait while one commits, ~12,000 wake-ups a second on 2
+cores, CPU that the holder's commit queued for (an earlier profiled writer among 8 spent 0.73 s of its 1.6 s of declares
+in the writers' turn: waiting for it, then reading what the others added). Now one thread of a waiting process
+blocks in `flock` for all of its threads (each still waits at most `TURN_WAIT_SECONDS`) and the kernel wakes it
+the moment the holder releases: its declares' CPU fell 8-28 % (off) and 5-24 % (managed) run by run against
+*before* in the runs above (median 232 vs 297 ms and 267 vs 314 ms per process); a second set of 3 interleaved
+runs of the two alone (load 5-10): 236-277 vs 317-361 ms (off), 213-223 vs 250-269 ms (managed).
+
+Interleaved pairs of whole runs (one run: the 8 writers and the driver that starts them and lists the tables;
+5 pairs after a warm-up, load 5-8), ours ÷ reference: management off, CPU 0.93x (0.89-1.04), wall 0.89x
+(0.83-1.12), i.e. writes/s 1.13x; managed, CPU 0.99x (0.97-1.15), wall
+1.02x (0.97-1.16), i.e. writes/s 0.98x: the managed goal is not shown met here.
+Re-run on a quiet machine: `BENCH_ONLY=short_lived BENCH_MERGE=1 make bench` (5 runs per mode, *before* =
+`ceec513` alongside, the phase table included).
+
+Next, not made for lack of time: a commit that finds another process held the turn opens the latest
+`__manifest` version with `checkout_latest`, a listing of `_versions/` (~1,000 names after 5 runs: 0.42 ms of
+CPU, against 0.09 ms for `checkout_version` of a known number, measured on a 1,000-version table), where probing
+N+1, N+2 with a `stat` would not list: at most 2 opens per declare, ~0.7 ms of its ~10 ms; and the first
+declare's read of every row in Python (+10 ms against the reference).
 """  # noqa: E501

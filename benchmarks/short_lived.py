@@ -12,8 +12,9 @@ The writers import compiled bytecode, as from an installed wheel (pip compiles i
 package in site-packages does: the section compiles the package first, since a checkout run with
 ``PYTHONDONTWRITEBYTECODE=1`` (this machine's default) would compile every module of ours in every process.
 
-``BENCH_SHORT_LIVED_BEFORE=<commit>`` adds the engine ``before``: that commit's package (``git archive``), first
-on its processes' ``PYTHONPATH``, measured in the same runs.
+``BENCH_SHORT_LIVED_BEFORE=<commit>`` (default ``ceec513``, the engine before issue 42; empty: none) adds the
+engine ``before``: that commit's package (``git archive``), first on its processes' ``PYTHONPATH``, measured in
+the same runs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 from benchmarks import catalog, writer_process, writers
 from benchmarks.common import QUICK, REPO, Job, Target, export_package, log
+from benchmarks.writer_process import PHASES
 
 WRITERS = 8
 PER_PROCESS = 5 if QUICK else 25
@@ -38,7 +40,7 @@ SIZE = 50
 RUNS = 1 if QUICK else 5
 IMPORT_RUNS = 1 if QUICK else 7
 IMPORT_GOAL = 0.1  # seconds more than the reference's import (median of the pairs' differences)
-BEFORE = os.environ.get("BENCH_SHORT_LIVED_BEFORE", "")
+BEFORE = os.environ.get("BENCH_SHORT_LIVED_BEFORE", "ceec513")  # "" leaves the older engine out
 MODES: dict[str, dict[str, dict[str, str]]] = {
     "off": {"ours": {}, "reference": {}},
     "managed": {"ours": {"table_version_management": "true"}, "reference": {"table_version_tracking_enabled": "true"}},
@@ -121,6 +123,9 @@ def once(engine: str, root: Path, mode: str, label: str, environment: dict[str, 
     reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
     expected = {f"{label}p{p}_{i}" for p in range(WRITERS) for i in range(PER_PROCESS)}
     reader = writers.ENGINES[_engine_class(engine)](**_properties(engine, mode, root))
+    phases = {phase: statistics.mean(report["phases"][phase] for report in reports) for phase in PHASES}
+    # what the interpreter's finalisation cost after the last exit hook: only the parent's getrusage sees it
+    phases["finalise"] = cpu / WRITERS - sum(phases.values())
     return {
         "writes": len(expected),
         "seconds": wall,
@@ -128,6 +133,7 @@ def once(engine: str, root: Path, mode: str, label: str, environment: dict[str, 
         "cpu_seconds": cpu,
         "landed": len(expected & writers.listed(reader)),
         "retries": sum(report["retries"] for report in reports),
+        "phases": phases,
     }
 
 
@@ -331,4 +337,33 @@ def section(results: dict[str, Any]) -> list[str]:
             else:
                 cells = "- | - | -"
             lines.append(f"| {mode} | {engine} | {speeds} | {cpu} | {cells} | {landed} |")
-    return [*lines, ""]
+    return [*lines, *_phase_lines(measured), ""]
+
+
+def _phase_lines(measured: dict[str, Any]) -> list[str]:
+    """The CPU of one writer process by phase (``writer_process.PHASES``, then the interpreter's finalisation):
+    the mean of a run's processes, median over the runs (runs measured before phases were reported: none)."""
+    per_process = measured["_meta"]["per_process"]
+    header = ["start", "import", "construct", "first declare", f"{per_process - 1} declares", "exit", "finalise"]
+    lines = [
+        "",
+        "CPU milliseconds of one writer process by phase (mean of a run's processes, median over the runs):"
+        " *start* the interpreter with `lance_namespace` (both engines import it first), *import* the engine's"
+        " module, *construct* its namespace object, *first declare* with the first reads of the catalog, then"
+        " the other declares (and per declare), *exit* the exit hooks (ours: the deferred repoints' flush),"
+        " *finalise* the interpreter's shutdown after them (the children's `getrusage` less what they reported).",
+        "",
+        "| management | engine | " + " | ".join(header) + " | per declare | total |",
+        "|---|---|" + "---:|" * (len(header) + 2),
+    ]
+    for mode in MODES:
+        for engine, runs in measured[mode]["runs"].items():
+            if not all("phases" in run for run in runs):
+                return []
+            median = {
+                phase: 1000 * statistics.median(run["phases"][phase] for run in runs) for phase in runs[0]["phases"]
+            }
+            cells = [f"{median[phase]:.0f}" for phase in (*PHASES, "finalise")]
+            steady = median["declares"] / (per_process - 1)
+            lines.append(f"| {mode} | {engine} | {' | '.join(cells)} | {steady:.1f} | {sum(median.values()):.0f} |")
+    return lines

@@ -82,9 +82,6 @@ ROWS_OBJECT_MAX_ROWS = 50_000
 # A commit takes 2-10 ms (docs/benchmarks.md "Writers"), so 2 s is hundreds of commits: never reached by
 # turns that work. (Before issue 28: 2 s in-process, 5 s for the machine turn, neither measured.)
 TURN_WAIT_SECONDS = 2.0
-# Between attempts to take a busy machine turn: randomised (waiters do not convoy) and at most 1 ms, half the
-# shortest commit (2 ms, docs/benchmarks.md "Writers"), so a freed turn is taken before another commit could end.
-TURN_POLL_SECONDS = (0.0001, 0.001)
 # Rows of one group commit at most: a commit of a few thousand rows costs about as much as one of a single
 # row; 32 threads declaring through one instance 141 -> 640 writes/s (700314c, CHANGELOG "Group commit").
 MAX_GROUP_ROWS = 4096

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 import tempfile
 import threading
 import time
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airflow_provider_lance.namespace.tuning import MAX_GROUP_ROWS, TURN_POLL_SECONDS, TURN_WAIT_SECONDS
+from airflow_provider_lance.namespace.tuning import MAX_GROUP_ROWS, TURN_WAIT_SECONDS
 
 if TYPE_CHECKING:
     from airflow_provider_lance.namespace.manifest_rows import RowSelection
@@ -165,13 +164,21 @@ class WritersTurn:
 
 
 class MachineTurn:
-    """Turn 3: the turn of the writers of one catalog (``Storage.catalog_key``) on this machine."""
+    """Turn 3: the turn of the writers of one catalog (``Storage.catalog_key``) on this machine.
+
+    A busy turn is waited for in the kernel: one thread of the process blocks in ``flock`` for every thread of
+    it that waits (each at most ``TURN_WAIT_SECONDS``) and hands the turn over the moment the holder releases
+    it. Polling a non-blocking ``flock`` every 0.1-1 ms cost each waiting process a wake-up per poll: CPU that
+    the holder's commit queued for (docs/benchmarks.md, "Short-lived writer processes")."""
 
     def __init__(self, catalog_key: str) -> None:
         digest = hashlib.sha256(catalog_key.encode()).hexdigest()[:32]
         self.path = Path(tempfile.gettempdir()) / _DIRECTORY / f"{digest}.lock"
-        self._lock = threading.Lock()
-        self._holders = 0
+        self._state = threading.Condition()
+        self._holders = 0  # threads of this process holding the turn (they share the one flock)
+        self._granted = False  # the blocked flock returned: the turn is this process's, for a waiting thread
+        self._blocked = False  # a thread of this process is blocked in flock (only it locks until it returns)
+        self._waiters = 0  # threads of this process waiting for the turn
         self._descriptor: int | None = None
         self._pid = os.getpid()
 
@@ -184,7 +191,7 @@ class MachineTurn:
             yield waited
         finally:
             if taken:
-                with self._lock:
+                with self._state:
                     self._holders -= 1
                     if self._holders == 0 and self._descriptor is not None:
                         fcntl.flock(self._descriptor, fcntl.LOCK_UN)
@@ -193,29 +200,54 @@ class MachineTurn:
         """(taken, waited for another process)."""
         deadline = time.monotonic() + TURN_WAIT_SECONDS
         waited = False
-        while True:
-            with self._lock:
+        with self._state:
+            while True:
                 descriptor = self._open()
                 if descriptor is None:
-                    return False, False
-                if self._holders:
-                    self._holders += 1  # another thread of this process holds it
+                    return False, waited
+                if self._holders or self._granted:  # held by another thread of this process, or just handed over
+                    self._granted = False
+                    self._holders += 1
                     return True, waited
+                waited = waited or self._blocked
+                if not self._blocked:
+                    try:
+                        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        self._holders = 1
+                        return True, waited
+                    except BlockingIOError:
+                        waited = self._blocked = True
+                    threading.Thread(target=self._block, args=(descriptor,), name="machine-turn", daemon=True).start()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False, True
+                self._waiters += 1
                 try:
-                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    self._holders = 1
-                    return True, waited
-                except BlockingIOError:
-                    waited = True
-            if time.monotonic() > deadline:
-                return False, True
-            time.sleep(random.uniform(*TURN_POLL_SECONDS))
+                    self._state.wait(remaining)
+                finally:
+                    self._waiters -= 1
+
+    def _block(self, descriptor: int) -> None:
+        """Wait in ``flock`` until the other process releases the turn, then hand it to a waiting thread, or give
+        it back when none waits any more (each goes ahead without it after ``TURN_WAIT_SECONDS``)."""
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            locked = True
+        except OSError:  # the waiters go ahead without the turn at their bound
+            locked = False
+        with self._state:
+            self._blocked = False
+            if locked and self._waiters and descriptor == self._descriptor:
+                self._granted = True
+            elif locked:
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+            self._state.notify_all()
 
     def _open(self) -> int | None:
         if fcntl is None:
             return None
         if self._descriptor is None or self._pid != os.getpid():  # a forked child opens its own
-            self._holders = 0
+            self._holders, self._granted, self._blocked, self._waiters = 0, False, False, 0
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -14,7 +14,7 @@ import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
-from benchmarks import catalog, scale, scale_managed, spark
+from benchmarks import catalog, scale, scale_managed, spark, writer_process
 from benchmarks.common import REPO, write_section
 from benchmarks.report import render
 from tests.conftest import tree_snapshot
@@ -195,7 +195,11 @@ def test_a_short_lived_writer_imports_only_its_engine_and_lands_its_declares(tmp
     properties = json.dumps({"root": str(tmp_path / "catalog")})
     command = [sys.executable, "-m", "benchmarks.writer_process", engine, properties, catalog.NAMESPACE, "w", "2"]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=True)
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"retries": 0, "lost": 0}
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (report["retries"], report["lost"]) == (0, 0)
+    phases = report["phases"]  # the CPU of each phase, in order, printed by the last exit hook
+    assert list(phases) == list(writer_process.PHASES)
+    assert all(seconds >= 0 for seconds in phases.values()) and phases["import"] > phases["construct"]
     listed = DirectoryNamespace(root=str(tmp_path / "catalog")).list_tables(ln.ListTablesRequest(id=["bench"]))
     assert {"w_0", "w_1"} <= set(listed.tables)
 
@@ -238,3 +242,34 @@ def test_spark_section_renders_both_sizes_and_their_goals() -> None:
     assert "8.00 s to stage" in text and "20 ms for the one batch commit" in text
     assert "| 1.75 | 1.00 | 0.50 | 0.25 |" in text  # CPU: total, JVM, workers, driver
     assert [(t.measured, t.met) for t in spark.targets(results)] == [("0.70x", True), ("0.90x", False)]
+
+
+def test_short_lived_section_shows_each_engines_cpu_by_phase() -> None:
+    """The phase table: per engine and mode, the median over the runs of each phase (milliseconds), the steady
+    declares per declare and the total; results measured before phases were reported render without it."""
+    from benchmarks import short_lived
+
+    def run(declares: float) -> dict[str, object]:
+        phases = dict.fromkeys(writer_process.PHASES, 0.1) | {"declares": declares, "finalise": 0.3}
+        return {"writes": 200, "writes_per_s": 20.0, "cpu_seconds": 15.0, "landed": 200, "phases": phases}
+
+    def mode() -> dict[str, object]:
+        runs = {"ours": [run(0.24), run(0.30), run(0.27)], "reference": [run(0.12), run(0.12), run(0.12)]}
+        return {
+            "runs": runs,
+            "ratios": [1.0] * 3,
+            "median_ratio": 1.0,
+            "cpu_ratios": [1.0] * 3,
+            "median_cpu_ratio": 1.0,
+        }
+
+    meta = {"writers": 8, "per_process": 25, "size": 50, "runs": 3}
+    lines = short_lived.section({"short_lived": {"_meta": meta, "off": mode(), "managed": mode()}})
+    assert "| off | ours | 100 | 100 | 100 | 100 | 270 | 100 | 300 | 11.2 | 1070 |" in lines
+    assert "| managed | reference | 100 | 100 | 100 | 100 | 120 | 100 | 300 | 5.0 | 920 |" in lines
+    old = {"_meta": meta, "off": mode(), "managed": mode()}
+    for key in ("off", "managed"):
+        for measured in old[key]["runs"].values():  # type: ignore[index]
+            for one in measured:
+                del one["phases"]
+    assert not any("by phase" in line for line in short_lived.section({"short_lived": old}))

@@ -5,8 +5,11 @@ the next one are queued."""
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
+import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -381,6 +384,75 @@ def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
         taker.join(WAIT)
         assert passed.is_set()  # went ahead while the other process still holds the turn
         assert holder.is_alive() and not release.is_set()
+
+
+def _free(key: str) -> bool:
+    """Whether the machine turn ``key`` can be taken at once: a new ``MachineTurn`` opens its own file, which
+    ``flock`` treats like another process's."""
+    turn = MachineTurn(key)
+    descriptor = turn._open()
+    assert descriptor is not None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(descriptor)
+    return True
+
+
+@pytest.mark.slow  # starts processes of its own
+def test_threads_waiting_for_the_machine_turn_are_handed_it_together_then_it_is_free(tmp_path: Path) -> None:
+    """The threads of a process that wait for a busy turn all get it when the other process releases it (one
+    ``flock`` blocked for them), and the process gives it back once the last of them is done."""
+    key = f"handed {tmp_path}"
+    turn = MachineTurn(key)
+    inside, leave = threading.Barrier(4, timeout=WAIT), threading.Event()  # the takers and this thread
+    answers: list[bool] = []
+
+    def take() -> None:
+        with turn.hold() as another_process:
+            answers.append(another_process)
+            inside.wait()  # all three hold it at once: shared by the process's threads
+            assert leave.wait(WAIT)
+
+    with _another_process_holds(key) as (_, release):
+        takers = [threading.Thread(target=take) for _ in range(3)]
+        for taker in takers:
+            taker.start()
+        while turn._waiters < 3:  # every one of them waits for the other process
+            time.sleep(0.01)
+        assert answers == [] and turn._blocked
+        release.set()
+        inside.wait()
+        assert answers == [True, True, True] and not _free(key)
+        leave.set()
+        for taker in takers:
+            taker.join(WAIT)
+    assert _free(key)
+
+
+@pytest.mark.slow  # starts processes of its own
+def test_a_machine_turn_freed_after_its_waiters_went_ahead_is_given_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A waiter that went ahead at the wait bound leaves its blocked ``flock`` behind: when the other process
+    releases the turn, that ``flock`` gives it back at once instead of keeping it from every other process."""
+    monkeypatch.setattr("airflow_provider_lance.namespace.writers_turn.TURN_WAIT_SECONDS", 0.2)
+    key = f"given back {tmp_path}"
+    turn = MachineTurn(key)
+    with _another_process_holds(key) as (_, release):
+        with turn.hold() as another_process:  # went ahead without the turn after 0.2 s
+            assert another_process is True
+        assert turn._blocked
+        release.set()
+    deadline = time.monotonic() + WAIT
+    while turn._blocked and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not turn._blocked and turn._holders == 0 and not turn._granted
+    assert _free(key)
+    with turn.hold() as another_process:  # and this process takes it again at once
+        assert another_process is False
 
 
 def test_declare_tables_answers_each_request_and_commits_once(tmp_path: Path) -> None:
