@@ -45,7 +45,7 @@ def environment(package: Path, sections: list[str], quick: bool) -> dict[str, st
     return found | {
         "BENCH_MERGE": "1",
         **({"BENCH_QUICK": "1"} if quick else {}),
-        "BENCH_ONLY": ",".join(sections),
+        "BENCH_ONLY": ",".join([*sections, *(["managed/before"] if MANAGED in sections else [])]),
         "BENCH_MANAGED_BEFORE": BEFORE,
         "BENCH_REST_BEFORE": str(package),
         "BENCH_SHORT_LIVED_BEFORE": BEFORE,
