@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from airflow_provider_lance.namespace.manifest import flush_deferred_repoints
+
 FAULTS = ("lost_ack", "throttle", "reset", "latency")
 _RANDOM_NAME = re.compile(r"[0-9a-fA-F]{8,}")
 _WRITES = ("PUT", "POST", "DELETE")
@@ -95,6 +97,9 @@ class FaultProxy:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # the deferred repoints of the instances that wrote through it, while it still answers (without faults)
+        self.set_rates(FaultRates())
+        flush_deferred_repoints()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
