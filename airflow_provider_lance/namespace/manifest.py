@@ -62,11 +62,11 @@ def flush_deferred_repoints() -> None:
 
 def _register_exit_flush() -> None:
     """Register :func:`flush_deferred_repoints` once, twice over: with ``threading``'s exit hooks, which a normal
-    exit runs first, newest first (so before the thread pools s3fs and Lance use stop, and before ``atexit`` closes the
-    stores' clients, adlfs's; CPython has ``threading._register_atexit`` since 3.9, what ``concurrent.futures``
-    uses), and with ``atexit``, which Airflow's task process runs before its ``os._exit`` (the functions
-    registered after its fork). The second flush finds nothing left. tests/s3/test_s3_exit_flush.py fails loudly
-    when the flush no longer runs in time."""
+    exit runs first, newest first (so before the thread pools s3fs and Lance use stop, and before ``atexit``
+    closes the stores' clients, adlfs's; CPython has ``threading._register_atexit`` since 3.9, what
+    ``concurrent.futures`` uses), and with ``atexit``, which Airflow's task process runs before its ``os._exit``
+    (the functions registered after its fork). The second flush finds nothing left.
+    tests/s3/test_s3_exit_flush.py fails loudly when the flush no longer runs in time."""
     if not _EXIT_HOOK.acquire(blocking=False):
         return
     getattr(threading, "_register_atexit", atexit.register)(flush_deferred_repoints)
