@@ -23,6 +23,10 @@ SORT_AFTER = 8
 # Bound: appends to the tail are combined into one chunk past this many (a scan pays per chunk: the value caps
 # that overhead at 32 chunk hops, never changes an answer).
 TAIL_CHUNKS = 32
+# Rows up to which the staged-manifest candidates of new rows are matched in Python instead of pyarrow: one
+# pyarrow call costs ~5-15 µs whatever its length, a commit's two rows cost ~60 µs vectorised and ~10 in Python
+# (issue 42); any value from 1 to ~100 gives the same answers at about the same cost.
+MATCHED_IN_PYTHON = 16
 # Namespaces whose tail children an index keeps sorted: a list page 0.4-1.1 ms -> 0.04 ms with 200-1,480 new
 # tables (f1d7525); bound: 8 namespaces listed at once between merges, a few kilobytes of sorted ids each.
 TAIL_LISTINGS = 8

@@ -1,6 +1,7 @@
 """The in-memory index of ``__manifest`` rows (row_index.py) against a plain model: a dict of rows by id and
 sorted lists. Random catalogs with names that sort awkwardly (``$`` below ``%``, spaces, ``#``, non-ASCII),
-random chunking, appends, deletes and merges; then threads that read one index while others derive the next."""
+random chunking, appends, replacements, deletes and merges; then threads that read one index while others derive
+the next."""
 
 from __future__ import annotations
 
@@ -146,6 +147,16 @@ def test_random_catalogs_answer_like_a_dict(monkeypatch: pytest.MonkeyPatch, see
             added = random_rows(rng, rng.randrange(1, 12), taken)
             index = index.appended(chunked(added, rng))
             model.update((row["object_id"], row) for row in added)
+        elif step < 0.65:  # a repoint: rows replaced by id (in the tail or the base), new ones added after them
+            pool = index.tail["object_id"].to_pylist() if rng.random() < 0.7 else sorted(model)  # mostly the tail's
+            changed = [
+                {**model[oid], "metadata": rng.choice(METADATA)}
+                for oid in rng.sample(pool, min(len(pool), rng.randrange(1, 4)))
+            ]
+            added = changed + random_rows(rng, rng.randrange(3), taken)
+            if added:
+                index = index.replaced(chunked(added, rng))
+                model.update((row["object_id"], row) for row in added)
         elif step < 0.8 and model:
             gone = set(rng.sample(sorted(model), rng.randrange(len(model) // 2 + 1)))
             index = index.filtered(pc.invert(pc.is_in(index.table["object_id"], pa.array(sorted(gone), pa.string()))))
@@ -348,3 +359,13 @@ def test_staged_candidates_and_version_lines_are_derived_commit_by_commit() -> N
     index = index.filtered(pc.not_equal(index.table["object_id"], "t$3"))
     assert same_as_fresh(index) == []
     assert index.version_line("t").latest == 2 and 3 not in index.version_line("t").rows
+
+
+def test_staged_candidates_match_alike_in_python_and_in_pyarrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit's few rows are matched in Python, a version read whole with pyarrow: one pattern, one answer."""
+    rng = random.Random(7)
+    rows = pa.Table.from_pylist(random_rows(rng, 200, set()), schema=SCHEMA)
+    in_pyarrow = row_index._staged_candidates(rows)
+    monkeypatch.setattr(row_index, "MATCHED_IN_PYTHON", rows.num_rows)
+    assert row_index._staged_candidates(rows) == in_pyarrow
+    assert 0 < len(in_pyarrow) < rows.num_rows
