@@ -109,17 +109,6 @@ class VersionRows(Mapping[int, tuple[str, "str | None"]]):
     def __len__(self) -> int:
         return len(self._numbers) + len(self._extra)
 
-    @property
-    def latest(self) -> int:
-        """The highest version number (0 when none)."""
-        return max(pc.max(self._numbers).as_py() or 0, *self._extra, 0) if len(self) else 0
-
-    @property
-    def first(self) -> int:
-        """The lowest version number (0 when none)."""
-        lowest = [pc.min(self._numbers).as_py()] if len(self._numbers) else []
-        return min([*lowest, *self._extra], default=0)
-
 
 @dataclass(frozen=True)
 class VersionLine:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,7 +38,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
 from airflow_provider_lance.namespace.tuning import (
     FIRST_WINDOW,
     LAST_WINDOW,
-    MATCHED_IN_PYTHON,
+    ROWS_IN_PYTHON,
     SORT_AT_ONCE,
     TAIL_CHUNKS,
     TAIL_LISTINGS,
@@ -86,6 +86,9 @@ class RowIndex:
     :param types: the base's type codes in that order (int8, see ``_TYPES``).
     :param scans: scans of a long tail so far (carried to the next versions).
     :param tail_positions: a short tail's ids and rows, when the caller has them (built otherwise).
+    :param staged: the staged candidates (``staged_ids``), when derived from the previous version's.
+    :param tail_ids: a short tail's ids sorted, when the caller has them (``tail_positions`` too).
+    :param base_lines: the version lines' parts in the base, shared by the indexes of one base.
     """
 
     def __init__(
@@ -98,6 +101,8 @@ class RowIndex:
         scans: int = 0,
         tail_positions: dict[str, int] | None = None,
         staged: list[str] | None = None,
+        tail_ids: list[str] | None = None,
+        base_lines: dict[str, _Numbers] | None = None,
     ) -> None:
         self.table = table
         self.indexed = indexed
@@ -107,8 +112,15 @@ class RowIndex:
         self._positions = _int32s(order.buffers()[1], order.offset, len(order))
         if tail_positions is None and not self.unsorted:
             tail_positions = {oid: indexed + at for at, oid in enumerate(self.tail.column("object_id").to_pylist())}
-        # a short tail's ids: dictionary hits (a long one, never sorted yet, is scanned)
+        # a short tail's ids: dictionary hits, and sorted (code point order is UTF-8 byte order) for a table's
+        # version rows; a long tail, never sorted yet, is scanned
         self._tail_positions = tail_positions
+        if tail_ids is None and tail_positions is not None:
+            tail_ids = sorted(tail_positions)
+        self._tail_ids = tail_ids
+        # table version id prefix -> its rows in the base: the base never changes while a commit only adds rows or
+        # repoints rows of the tail, so the indexes of those versions share it (each reads only its tail)
+        self._base_lines = {} if base_lines is None else base_lines
         # (prefix, type) -> the tail's child names sorted, as UTF-8 keys and as names: an index never changes,
         # so every page of every listing of a namespace sorts its tail once, not once a call
         self._tail_children: dict[tuple[str, str], tuple[list[bytes], list[str]]] = {}
@@ -217,45 +229,33 @@ class RowIndex:
 
     def _read_version_line(self, table_oid: str) -> VersionLine:
         prefix = table_oid + DELIMITER
-        parts: list[tuple[pa.Array, pa.Array]] = []  # (object ids, positions in the table)
-        start, stop = self._range(prefix)
-        if stop > start:
+        base = self._base_lines.get(prefix)
+        if base is None:
+            start, stop = self._range(prefix)
             typed = pc.equal(self._types.slice(start, stop - start), _code(TABLE_VERSION))
-            parts.append(
-                (
-                    self._ids.slice(start, stop - start).filter(typed),
-                    self._order.slice(start, stop - start).filter(typed),
-                )
-            )
-        tail = self.tail
-        if tail.num_rows:
-            if self.unsorted:
-                self.scans += 1
+            oids, rows = self._ids.slice(start, stop - start).filter(typed), self._order.slice(start, stop - start)
+            base = _numbers(prefix, oids, rows.filter(typed))
+            if len(self._base_lines) >= VERSION_LINES:
+                self._base_lines.clear()  # threads may race here: at worst a line's base part is read again
+            self._base_lines[prefix] = base
+        numbers, rows, extra, bounds = base.numbers, base.rows, base.extra, [base.first, base.latest]  # or None
+        if self._tail_ids is not None:  # a short tail: its few rows of the table found in Python
+            added = self._tail_line(prefix)
+            extra, bounds = ({**extra, **added}, [*bounds, *added]) if added else (extra, bounds)
+        elif self.table.num_rows > self.indexed:  # a long tail, never sorted yet: one vectorised scan
+            self.scans += 1
+            tail = self.tail
             mask = pc.and_(pc.starts_with(tail["object_id"], prefix), pc.equal(tail["object_type"], TABLE_VERSION))
             hits = pc.indices_nonzero(mask)
-            if len(hits):
-                at = pc.add(hits.cast(pa.int32()), pa.scalar(self.indexed, pa.int32()))
-                parts.append((_one_chunk(tail["object_id"].take(hits)), at))
-        if not parts:
+            at = pc.add(hits.cast(pa.int32()), pa.scalar(self.indexed, pa.int32()))
+            scanned = _numbers(prefix, _one_chunk(tail["object_id"].take(hits)), at)
+            numbers, rows = pa.concat_arrays([numbers, scanned.numbers]), pa.concat_arrays([rows, scanned.rows])
+            extra, bounds = {**extra, **scanned.extra}, [*bounds, scanned.first, scanned.latest]
+        if not len(numbers) and not extra:
             return NO_VERSIONS
-        oids, rows = (pa.concat_arrays([part[k] for part in parts]) for k in (0, 1))
-        # the part after the prefix, by bytes (a third of the time of a slice by code points; ~1 -> ~0.4 ms for a
-        # line of 10,000 versions, issue 29): up to 19 bytes, enough for any number that fits in int64
-        cut = len(prefix.encode())
-        numbers = pc.cast(pc.binary_slice(oids.cast(pa.binary()), cut, cut + 19), options=_BYTES_AS_STRING)
-        # a version row of this table (not a deeper id); up to 18 digits cast at once, longer ones one by one
-        digits = pc.ascii_is_decimal(numbers)
-        short = pc.and_(digits, pc.less_equal(pc.binary_length(oids), cut + 18))
-        longer = pc.indices_nonzero(pc.and_(digits, pc.invert(short)))
-        shorts = pc.cast(numbers.filter(short), pa.int64())
-        if not len(shorts) and not len(longer):
-            return NO_VERSIONS
-        extra = {
-            int(number): rows[at].as_py()
-            for at in longer.to_pylist()
-            if (number := oids[at].as_py()[len(prefix) :]).isascii() and number.isdigit()
-        }
-        line = VersionRows(prefix, shorts, rows.filter(short), self.table, extra, self._locate)
+        line = VersionRows(prefix, numbers, rows, self.table, extra, self._locate)
+        known = [bound for bound in bounds if bound is not None]
+        latest, first = max(known), min(known)
         candidates = self.staged_ids()
         at = bisect_left(candidates, prefix)
         staged = []
@@ -264,7 +264,19 @@ class RowIndex:
             if number.isascii() and number.isdigit() and int(number) in line:
                 staged.append(int(number))
             at += 1
-        return VersionLine(line, tuple(sorted(staged)), line.latest, line.first)
+        return VersionLine(line, tuple(sorted(staged)), latest, first)
+
+    def _tail_line(self, prefix: str) -> dict[int, int]:
+        """A short tail's ``table_version`` rows below ``prefix``: version number -> position."""
+        assert self._tail_ids is not None and self._tail_positions is not None
+        found, types = {}, self.table["object_type"]
+        at = bisect_left(self._tail_ids, prefix)
+        while at < len(self._tail_ids) and (oid := self._tail_ids[at]).startswith(prefix):
+            number, position = oid[len(prefix) :], self._tail_positions[oid]
+            if number.isascii() and number.isdigit() and types[position].as_py() == TABLE_VERSION:
+                found[int(number)] = position
+            at += 1
+        return found
 
     def _locate(self, object_id: str) -> int | None:
         return self.positions([object_id]).get(object_id)
@@ -367,12 +379,24 @@ class RowIndex:
         if tail.column(0).num_chunks > TAIL_CHUNKS:
             tail = tail.combine_chunks()
         table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
-        positions = None
+        positions, tail_ids = None, None
         if self._tail_positions is not None and tail.num_rows <= TAIL_ROWS:  # a copy of at most TAIL_ROWS ids
             added = rows.column("object_id").to_pylist()
             positions = {**self._tail_positions, **{oid: self.table.num_rows + at for at, oid in enumerate(added)}}
+            tail_ids = _with_ids(self._tail_ids, added)
         staged = None if self._staged is None else sorted({*self._staged, *_staged_candidates(rows)})
-        index = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans, positions, staged)
+        index = RowIndex(
+            table,
+            self.indexed,
+            self._order,
+            self._ids,
+            self._types,
+            self.scans,
+            positions,
+            staged,
+            tail_ids,
+            self._base_lines,
+        )
         # a short tail grown long is merged now; a long one (never sorted yet) waits for Snapshot.index
         return index.merged() if index.unsorted and not self.unsorted else index
 
@@ -391,16 +415,27 @@ class RowIndex:
         tail = self.tail
         bounds = zip([0, *(at + 1 for at in gone)], [*gone, tail.num_rows], strict=True)
         kept = pa.concat_tables([tail.slice(start, stop - start) for start, stop in bounds])
-        positions = None
-        if self._tail_positions is not None:  # the rows after the first cut move up
-            positions = dict(self._tail_positions)
+        positions, tail_ids = None, None
+        if self._tail_positions is not None and self._tail_ids is not None:  # the rows after the first cut move up
+            positions, tail_ids = dict(self._tail_positions), self._tail_ids.copy()
             for oid in found:
-                del positions[oid]
+                del positions[oid], tail_ids[bisect_left(tail_ids, oid)]
             after = kept.slice(gone[0])["object_id"].to_pylist()
             positions.update((oid, self.indexed + gone[0] + offset) for offset, oid in enumerate(after))
         staged = None if self._staged is None else [oid for oid in self._staged if oid not in found]
         table = pa.concat_tables([self.table.slice(0, self.indexed), kept])
-        cut = RowIndex(table, self.indexed, self._order, self._ids, self._types, self.scans, positions, staged)
+        cut = RowIndex(
+            table,
+            self.indexed,
+            self._order,
+            self._ids,
+            self._types,
+            self.scans,
+            positions,
+            staged,
+            tail_ids,
+            self._base_lines,
+        )
         return cut.appended(rows)
 
     def merged(self) -> RowIndex:
@@ -444,10 +479,43 @@ class RowIndex:
         return RowIndex(_filter(self.table, keep), len(order), order, ids, types, self.scans, staged=staged)
 
 
+class _Numbers(NamedTuple):
+    """``table_version`` rows of one table by number: up to 18 digits in ``numbers`` (int64) with their positions
+    in ``rows`` (int32), longer ones in ``extra`` (number -> position); the lowest and highest number (None:
+    none)."""
+
+    numbers: pa.Array
+    rows: pa.Array
+    extra: dict[int, int]
+    first: int | None
+    latest: int | None
+
+
+def _numbers(prefix: str, oids: pa.Array, rows: pa.Array) -> _Numbers:
+    """The version numbers of the ids ``oids`` (at positions ``rows``) that are ``<prefix><number>``."""
+    # the part after the prefix, by bytes (a third of the time of a slice by code points; ~1 -> ~0.4 ms for a
+    # line of 10,000 versions, issue 29): up to 19 bytes, enough for any number that fits in int64
+    cut = len(prefix.encode())
+    numbers = pc.cast(pc.binary_slice(oids.cast(pa.binary()), cut, cut + 19), options=_BYTES_AS_STRING)
+    # a version row of this table (not a deeper id); up to 18 digits cast at once, longer ones one by one
+    digits = pc.ascii_is_decimal(numbers)
+    short = pc.and_(digits, pc.less_equal(pc.binary_length(oids), cut + 18))
+    longer = pc.indices_nonzero(pc.and_(digits, pc.invert(short)))
+    shorts = pc.cast(numbers.filter(short), pa.int64())
+    extra = {
+        int(number): rows[at].as_py()
+        for at in longer.to_pylist()
+        if (number := oids[at].as_py()[len(prefix) :]).isascii() and number.isdigit()
+    }
+    bounds = pc.min_max(shorts).values() if len(shorts) else ()
+    known = [*(bound.as_py() for bound in bounds), *extra]
+    return _Numbers(shorts, rows.filter(short), extra, min(known, default=None), max(known, default=None))
+
+
 def _staged_candidates(rows: pa.Table) -> list[str]:
     """The ids of the ``table_version`` rows of ``rows`` whose metadata may name a staged manifest (a row
     without metadata too: the reader rejects it), sorted; the few rows of a commit matched in Python."""
-    if rows.num_rows <= MATCHED_IN_PYTHON:
+    if rows.num_rows <= ROWS_IN_PYTHON:
         columns = (rows[name].to_pylist() for name in ("object_id", "object_type", "metadata"))
         return sorted(
             oid
@@ -457,6 +525,18 @@ def _staged_candidates(rows: pa.Table) -> list[str]:
     typed = pc.equal(rows["object_type"], TABLE_VERSION)
     staged = pc.fill_null(pc.match_substring_regex(rows["metadata"], _STAGED_PATH), True)
     return sorted(rows["object_id"].filter(pc.and_(typed, staged)).to_pylist())
+
+
+def _with_ids(ids: list[str] | None, added: list[str]) -> list[str] | None:
+    """Sorted ``ids`` with ``added`` (another list): a commit's few inserted one by one, more sorted at once."""
+    if ids is None:
+        return None
+    if len(added) > ROWS_IN_PYTHON:
+        return sorted([*ids, *added])
+    ids = ids.copy()
+    for oid in added:
+        insort(ids, oid)
+    return ids
 
 
 def _code(object_type: str) -> int:

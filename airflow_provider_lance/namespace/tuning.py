@@ -23,10 +23,11 @@ SORT_AFTER = 8
 # Bound: appends to the tail are combined into one chunk past this many (a scan pays per chunk: the value caps
 # that overhead at 32 chunk hops, never changes an answer).
 TAIL_CHUNKS = 32
-# Rows up to which the staged-manifest candidates of new rows are matched in Python instead of pyarrow: one
-# pyarrow call costs ~5-15 µs whatever its length, a commit's two rows cost ~60 µs vectorised and ~10 in Python
-# (issue 42); any value from 1 to ~100 gives the same answers at about the same cost.
-MATCHED_IN_PYTHON = 16
+# A commit's rows up to which the index handles them row by row in Python (their staged-manifest match, their
+# place among the tail's sorted ids) rather than in one vectorised call or one sort: one pyarrow call costs
+# ~5-15 µs whatever its length, a commit's two rows ~60 µs matched vectorised and ~10 in Python; an insertion
+# into 4,096 sorted ids ~3 µs, their sort ~130 µs (issue 42). Any value from 1 to ~64 gives the same answers.
+ROWS_IN_PYTHON = 16
 # Namespaces whose tail children an index keeps sorted: a list page 0.4-1.1 ms -> 0.04 ms with 200-1,480 new
 # tables (f1d7525); bound: 8 namespaces listed at once between merges, a few kilobytes of sorted ids each.
 TAIL_LISTINGS = 8

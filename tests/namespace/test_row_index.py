@@ -20,7 +20,7 @@ from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, SCHEMA, TA
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
 
-PARTS = ["a", "b", "a b", "a#", "a%", "é", "中", "z", "?", "aa", "1", "10", "9"]
+PARTS = ["a", "b", "a b", "a#", "a%", "é", "中", "z", "?", "aa", "1", "10", "9", "123456789012345678901"]
 TYPES = [NAMESPACE, TABLE, TABLE_VERSION]
 # a table_version row points at a final manifest, or still at a staged one (a name with a ``.manifest-`` part
 # elsewhere in the path or in user metadata is not staged), or has no metadata
@@ -67,6 +67,8 @@ def key(name: str) -> bytes:
 def check(index: RowIndex, model: dict[str, dict[str, Any]], rng: random.Random) -> None:
     """Every query of the index answers what the model answers."""
     assert sorted(index.table["object_id"].to_pylist()) == sorted(model)
+    if index._tail_ids is not None:  # the short tail's sorted ids, derived commit by commit
+        assert index._tail_ids == sorted(index.tail["object_id"].to_pylist())
     asked = [rng.choice(list(model)) for _ in range(5)] if model else []
     asked += [random_id(rng) for _ in range(5)]
     assert index.rows(asked) == {oid: model[oid] for oid in asked if oid in model}
@@ -366,6 +368,6 @@ def test_staged_candidates_match_alike_in_python_and_in_pyarrow(monkeypatch: pyt
     rng = random.Random(7)
     rows = pa.Table.from_pylist(random_rows(rng, 200, set()), schema=SCHEMA)
     in_pyarrow = row_index._staged_candidates(rows)
-    monkeypatch.setattr(row_index, "MATCHED_IN_PYTHON", rows.num_rows)
+    monkeypatch.setattr(row_index, "ROWS_IN_PYTHON", rows.num_rows)
     assert row_index._staged_candidates(rows) == in_pyarrow
     assert 0 < len(in_pyarrow) < rows.num_rows
