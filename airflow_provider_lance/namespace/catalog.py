@@ -10,10 +10,13 @@ exist for TableExists, ListTables and DescribeTable (the reference agrees); oper
 
 from __future__ import annotations
 
+import os
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import lance
 import lance_namespace as ln
 
 from airflow_provider_lance.namespace import identifiers as ids
@@ -24,6 +27,7 @@ from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TAB
 from airflow_provider_lance.namespace.rows_store import RowsStore
 from airflow_provider_lance.namespace.snapshots import SnapshotStore
 from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.tuning import SCHEMA_SESSION_BYTES
 
 # Markers (seed 000): only their existence matters; the reference writes these 8 bytes.
 RESERVED_MARKER = ".lance-reserved"
@@ -64,6 +68,20 @@ class Catalog:
         self.vendor = None
         if config.credential_vendor is not None and self.storage.scoped_credentials:
             self.vendor = CredentialVendor(config.credential_vendor, config.storage_options)
+        self._session: tuple[int, lance.Session] | None = None  # (pid, session): see ``schema_session``
+        self._session_lock = threading.Lock()
+
+    @property
+    def schema_session(self) -> lance.Session:
+        """The pylance session of this instance's opens of a table version for its schema (DescribeTable): its
+        caches, shared by every thread, halve the CPU of opening a version first seen (~0.2 -> ~0.1 ms on local
+        disk, issue 42). Lance keys a cached manifest by its file's e-tag, so a table dropped and re-created at the
+        same location is read afresh (tests/namespace/test_describe_session.py). A forked child makes its own."""
+        with self._session_lock:
+            if self._session is None or self._session[0] != os.getpid():
+                session = lance.Session(index_cache_size_bytes=0, metadata_cache_size_bytes=SCHEMA_SESSION_BYTES)
+                self._session = (os.getpid(), session)
+            return self._session[1]
 
     @property
     def facade(self) -> ln.LanceNamespace:

@@ -238,7 +238,7 @@ def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.Des
     if schema is not None:
         response.version, response.var_schema = version, to_json_schema(schema)
         return response
-    dataset = None if declared_only else open_dataset(catalog, line, version)
+    dataset = None if declared_only else open_dataset(catalog, line, version, catalog.schema_session)
     if dataset is None:
         if named:
             raise ln.TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")

@@ -35,6 +35,9 @@ TAIL_LISTINGS = 8
 # 1,933 -> 0.66 ms (92b513d); the first window reads no more than a small page needs, the last caps memory.
 FIRST_WINDOW = 64
 LAST_WINDOW = 4096
+# Bound: the metadata cache of the pylance session DescribeTable opens versions with (catalog.py): a small
+# table's manifest is a few kilobytes, so 32 MiB keeps thousands; a miss only costs a read of the manifest.
+SCHEMA_SESSION_BYTES = 32 << 20
 # Tables whose version lines an index keeps (describes, pokes and commits of the same tables between commits);
 # a line costs ~0.1 ms at 100 versions, ~0.4 ms at 10,000 to build (issue 29, docs/benchmarks.md "Large catalogs
 # in managed mode"); bound: rebuilding all 1,024 lines costs at most ~0.4 s.

@@ -47,13 +47,17 @@ def locate(catalog: Catalog, identifier: list[str] | None) -> Table:
     return table
 
 
-def open_dataset(catalog: Catalog, table: Table, version: int | None = None) -> lance.LanceDataset | None:
-    """The table's Lance dataset (at ``version``, else the latest), or None when it has no such version."""
+def open_dataset(
+    catalog: Catalog, table: Table, version: int | None = None, session: lance.Session | None = None
+) -> lance.LanceDataset | None:
+    """The table's Lance dataset (at ``version``, else the latest), or None when it has no such version;
+    ``session``: pylance's session to open it in (a new one by default)."""
     try:
         return lance.dataset(
             catalog.storage.uri(table.location),
             version=version,
             storage_options=catalog.config.storage_options or None,
+            session=session,
         )
     except (ValueError, OSError) as error:
         if is_not_found_error(error):  # not a 403 or a missing bucket: those must fail
