@@ -16,7 +16,7 @@ import lance_namespace as ln
 import pyarrow as pa
 from lance.fragment import FragmentMetadata, write_fragments
 
-from airflow_provider_lance.namespace.manifest_rows import sql_string
+from airflow_provider_lance.namespace.manifest_rows import rows_without, sql_string
 from airflow_provider_lance.namespace.storage import Storage
 
 # Lance manifest protobuf (``lance.table.Manifest``): field 11 is ``max_fragment_id``, the highest fragment id
@@ -81,11 +81,11 @@ def fragments_holding(
             break
         if fragment.metadata.physical_rows <= max_rows:
             rows = small_fragment_rows(fragment, known or {}, check)
-            hits = [oid in object_ids for oid in rows["object_id"].to_pylist()]
-            if any(hits):
+            hits = [at for at, oid in enumerate(rows["object_id"].to_pylist()) if oid in object_ids]
+            if hits:
                 removed.append(fragment.fragment_id)
-                kept.append(rows.filter([not hit for hit in hits]))
-                remaining -= sum(hits)
+                kept.append(rows_without(rows, hits))
+                remaining -= len(hits)
             continue
         before = fragment.metadata.num_rows
         after = fragment.delete(predicate)  # unchanged metadata when no row matches

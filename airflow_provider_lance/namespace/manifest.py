@@ -351,7 +351,7 @@ class ManifestTable:
                 applied.clear()
                 plan = [], [], dataset.schema.empty_table()
             removed, updated, kept = plan
-            new_rows = [kept, data.filter(pa.array([oid in applied for oid in wanted])).cast(kept.schema)]
+            new_rows = [kept, _applied(data, wanted, applied).cast(kept.schema)]
             if inserting is not None:
                 new_rows.append(inserting.cast(kept.schema))
             table = pa.concat_tables(new_rows).combine_chunks()  # one batch: written as one, kept as one
@@ -368,7 +368,7 @@ class ManifestTable:
 
         def change(index: RowIndex) -> RowIndex:
             # one derivation: the repointed rows replaced, the inserted ones added after them (none exists)
-            changed = data.filter(pa.array([oid in applied for oid in wanted]))
+            changed = _applied(data, wanted, applied)
             return index.replaced(changed if inserting is None else pa.concat_tables([changed, inserting]))
 
         try:
@@ -452,6 +452,13 @@ class ManifestTable:
                     maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
                 return result
         raise AssertionError("unreachable")
+
+
+def _applied(data: pa.Table, wanted: list[str], applied: list[str]) -> pa.Table:
+    """The rows of ``data`` (whose ids are ``wanted``) that a repoint applies: usually all of them (no filter)."""
+    if len(applied) == len(wanted):
+        return data
+    return data.filter(pa.array([oid in applied for oid in wanted]))
 
 
 class _RowsGone(Exception):

@@ -153,6 +153,13 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def rows_without(table: pa.Table, positions: list[int]) -> pa.Table:
+    """``table`` without the rows at ``positions`` (ascending), as slices of it: a commit takes a row or two out
+    of a table of many chunks, which a filter pays per chunk and column (~5 µs each; issue 42)."""
+    bounds = zip([0, *(at + 1 for at in positions)], [*positions, table.num_rows], strict=True)
+    return pa.concat_tables([table.slice(start, stop - start) for start, stop in bounds])
+
+
 def rows_table(rows: list[ManifestRow]) -> pa.Table:
     """Rows as an Arrow table in :data:`SCHEMA`."""
     return pa.Table.from_pylist([row.to_arrow() for row in rows], schema=SCHEMA)

@@ -1,5 +1,6 @@
 """A delete is described once (``RowSelection``, manifest_rows.py): the Lance SQL filter a delete commits and the
-Arrow mask over rows in memory select the same rows, for names that need care in SQL and in patterns."""
+Arrow mask over rows in memory select the same rows, for names that need care in SQL and in patterns. Rows taken
+out of a table of many chunks by slices (``rows_without``) are those a filter keeps."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from airflow_provider_lance.namespace.manifest_rows import (
     ManifestRow,
     RowSelection,
     rows_table,
+    rows_without,
 )
 
 # quotes, SQL LIKE wildcards, URI characters, spaces, non-ASCII, and lookalikes of each other
@@ -68,3 +70,12 @@ def test_a_delete_by_the_filter_leaves_what_the_mask_keeps(dataset: lance.LanceD
         copy.delete(selection.sql())
         kept = table.filter(pc.invert(selection.mask(table)))
         assert sorted(copy.to_table()["object_id"].to_pylist()) == sorted(kept["object_id"].to_pylist())
+
+
+@pytest.mark.parametrize("cut", [[], [0], [5], [11], [0, 11], [3, 4, 9], list(range(12))])
+def test_rows_without_keeps_what_a_filter_keeps(cut: list[int]) -> None:
+    rows = rows_table([ManifestRow(f"t${n}", TABLE_VERSION, None, {"n": n}) for n in range(12)])
+    chunked = pa.concat_tables([rows.slice(start, 3) for start in range(0, 12, 3)])  # 4 chunks, as a tail has
+    kept = rows_without(chunked, cut)
+    assert kept.equals(rows.filter(pa.array([n not in cut for n in range(12)])))
+    assert kept.schema == rows.schema
