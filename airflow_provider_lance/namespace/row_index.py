@@ -379,25 +379,13 @@ class RowIndex:
         tail = pa.concat_tables([self.tail, rows])
         if tail.column(0).num_chunks > TAIL_CHUNKS:
             tail = tail.combine_chunks()
-        table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
         positions, tail_ids = None, None
         if self._tail_positions is not None and tail.num_rows <= TAIL_ROWS:  # a copy of at most TAIL_ROWS ids
             added = rows.column("object_id").to_pylist()
             positions = {**self._tail_positions, **{oid: self.table.num_rows + at for at, oid in enumerate(added)}}
             tail_ids = _with_ids(self._tail_ids, added)
         staged = None if self._staged is None else sorted({*self._staged, *_staged_candidates(rows)})
-        index = RowIndex(
-            table,
-            self.indexed,
-            self._order,
-            self._ids,
-            self._types,
-            self.scans,
-            positions,
-            staged,
-            tail_ids,
-            self._base_lines,
-        )
+        index = self._with_tail(tail, positions, staged, tail_ids)
         # a short tail grown long is merged now; a long one (never sorted yet) waits for Snapshot.index
         return index.merged() if index.unsorted and not self.unsorted else index
 
@@ -422,8 +410,18 @@ class RowIndex:
             after = kept.slice(gone[0])["object_id"].to_pylist()
             positions.update((oid, self.indexed + gone[0] + offset) for offset, oid in enumerate(after))
         staged = None if self._staged is None else [oid for oid in self._staged if oid not in found]
-        table = pa.concat_tables([self.table.slice(0, self.indexed), kept])
-        cut = RowIndex(
+        return self._with_tail(kept, positions, staged, tail_ids).appended(rows)
+
+    def _with_tail(
+        self,
+        tail: pa.Table,
+        positions: dict[str, int] | None,
+        staged: list[str] | None,
+        tail_ids: list[str] | None,
+    ) -> RowIndex:
+        """The same base with another tail (its ids' positions and sorted ids, the staged candidates, when known)."""
+        table = pa.concat_tables([self.table.slice(0, self.indexed), tail])
+        return RowIndex(
             table,
             self.indexed,
             self._order,
@@ -435,7 +433,6 @@ class RowIndex:
             tail_ids,
             self._base_lines,
         )
-        return cut.appended(rows)
 
     def merged(self) -> RowIndex:
         """The same rows with the tail merged into the base: the tail sorted, then one pass over the base."""
