@@ -198,14 +198,76 @@ read in check mode), and the repoint's and the insert's rows are derived in one 
 series of 30, load 13): ours ÷ reference 2.00x (1.65-2.15x), ours ÷ floor 0.75x (0.60-0.88x): ours' copy and
 checks cost less than the reference's, so a single commit is at its floor.
 
-What is left above the floor in an append (~1 ms of ~13): Python's share of each callback from pylance's Rust
+What was left above the floor in an append (~1 ms of ~13): Python's share of each callback from pylance's Rust
 threads (the engine runs it on its own thread: a pylance call made on a Rust thread crashes the interpreter), the
 in-memory row index kept in step with the commit (pyarrow calls, ~1 ms per append under cProfile), and
 DescribeTable's schema. Seed 000 has DescribeTable open the table and answer its schema and version, and ours
 does (a pylance open of the new version, ~0.5 ms); the reference in tracking mode answers pylance's DescribeTable
 with neither (measured: `version` and `schema` None), which the request model allows while
-`load_detailed_metadata` is unset. Dropping them would change what every DescribeTable caller gets: left for a
-decision, not done here.
+`load_detailed_metadata` is unset. Dropping them would change what every DescribeTable caller gets: not done.
+
+### Third pass: the Python around the commit (2026-11-27, load average 4-15 from other helpers: indicative)
+
+Where the CPU went: each operation's thread CPU, function by function (`time.thread_time` around the engine's
+functions, no profiler; 20 tables x 6 appends after 2 warm-up versions, two runs of each engine in turn, load
+12-15); what was left was pyarrow's cost per call (5-25 µs whatever the length) paid many times per append,
+several of them per chunk of a tail that gains a chunk per append (~30 between merges):
+
+| engine thread CPU per append, µs (run 1 / run 2) | before (7da89b2) | after |
+|---|---:|---:|
+| the three operations pylance calls back | 5,723 / 7,717 | 4,641 / 5,310 |
+| create_table_version | 3,918 / 5,334 | 3,347 / 3,951 |
+| describe_table | 1,406 / 1,838 | 897 / 925 |
+| the next row index, derived from the commit (`Snapshot.follows`) | 1,292 / 1,540 | 388 / 391 |
+| a table's version line (`RowIndex._read_version_line`) | 534 / 673 | 40 / 41 |
+| DescribeTable's open of the new version | 330 / 441 | 275 / 275 |
+| the repointed row taken out of its fragment (`fragments_holding`) | 275 / 345 | 183 / 182 |
+| 11 `stat`s and 3 directory stamps | 209 / 282 | 228 / 259 |
+
+- **The next row index** (`RowIndex.replaced`, the repoint plus the insert). A filter of the tail table cost ~5 µs
+  per chunk and column (~0.5 ms at 30 chunks): the replaced rows are now cut out by slices
+  (`manifest_rows.rows_without`), as is the repointed row out of the small fragment (`fragments_holding`: a
+  filter by a list of booleans, ~0.26 ms under cProfile); a commit's two rows are matched for a staged manifest in
+  Python (~60 -> ~7 µs; `tuning.ROWS_IN_PYTHON`); rows already in the schema are not cast.
+- **A table's version line** (`RowIndex.version_line`, read once per `__manifest` version and table, so once per
+  append; ~27 pyarrow calls): the part in the sorted base is read once per base and shared by the versions that
+  commits derive from it (a merge or a filter of the base starts a new one); a short tail's part is found in
+  Python among its ids, kept sorted commit by commit.
+- **DescribeTable's open of the new version**: one pylance `Session` per instance and process
+  (`Catalog.schema_session`, metadata cache bounded at 32 MiB, no index cache): a first open of a version
+  0.17-0.23 -> ~0.10 ms CPU, measured alone. Lance keys a cached manifest by its file's e-tag: a table re-created
+  outside at the same location, or given a new version outside, is described afresh, from any thread
+  (`tests/namespace/test_describe_session.py`).
+
+| per managed append, 40 tables x 25 versions (the managed section, 3 runs each, load 8-11; each run's own ratio) | before (7da89b2) | after |
+|---|---:|---:|
+| ours ÷ floor, wall p50 | 1.01x (0.99-1.10x) | **0.85x** (0.84-0.91x) |
+| ours ÷ reference tracking, wall p50 | 1.60x (1.51-1.66x) | 1.24x (1.17-1.26x) |
+| build of the catalog, ours ÷ floor | 1.02x (0.97-1.08x) | 0.86x (0.84-0.97x) |
+| describe_table p50, ours ÷ reference | 0.76x (0.72-0.82x) | 0.48x (0.42-0.50x) |
+
+| CPU per append (`python -m benchmarks.append_cpu --runs 4 --before 7da89b2`: 20 tables x 6 appends a run, process CPU time, runs in turn) | before | after |
+|---|---:|---:|
+| ours ÷ floor, CPU (median of the runs' per-turn medians) | 1.00x (0.88-1.19x) | **0.87x** (0.76-1.04x) |
+| ours ÷ floor, wall | 0.99x (0.87-1.30x) | 0.81x (0.76-1.19x) |
+| ours ÷ reference, CPU | 1.44x (1.32-1.59x) | 1.19x (1.13-1.36x) |
+
+CreateTableVersion at 1,000 tables (the operations section's managed series alone, 5 series of 30, one run each,
+load 7-9): ours ÷ floor 0.98x (0.90-1.08x) before, **0.74x** (0.56-0.80x) after; ours ÷ reference 2.68x -> 1.65x.
+This machine's spread (±30%) shows in the ranges; ours ÷ floor is under 1.0x in every run but the fourth
+`append_cpu` run (1.04x CPU, 1.19x wall, at load 10.7). Again on a quiet machine:
+`BENCH_ONLY=managed/before,managed/after BENCH_MANAGED_RUNS=5 BENCH_MANAGED_BEFORE=7da89b2 python -m benchmarks`
+(a partial run: `benchmarks/results/partial.json`; `BENCH_MERGE=1` for the page) and
+`python -m benchmarks.append_cpu --runs 5 --before 7da89b2`.
+
+Measured and left: (c) the hop of a callback onto the engine's thread costs ~22 µs CPU (two per append); a bare
+queue to a thread of its own ~12 µs: ~20 µs per append, not worth a second way of running operations. (d) Per
+append, 3 directory stamps and 12 `stat`s, each one ~15 µs: 3 per operation are the freshness check (the stamp
+of a `_versions/` that a commit just changed is trusted only once settled, 2 s: then manifest N+1 absent and N
+unchanged); 3 are the probes of the table's next manifest (a version written round the namespace: describe, list
+and commit each answer from storage at their start); one each for the staged manifest (the row's size and
+e-tag), our new `__manifest` version (its e-tag, which tells a re-created catalog apart) and the final manifest
+(the row's e-tag). Each is something the protocol or the freshness rule needs: none removed.
 
 ## Spark staging at both sizes of issue 42, and where the time goes (2026-11-27, machine shared and loaded: indicative only)
 
