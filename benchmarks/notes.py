@@ -357,3 +357,63 @@ CPU, against 0.09 ms for `checkout_version` of a known number, measured on a 1,0
 N+1, N+2 with a `stat` would not list: at most 2 opens per declare, ~0.7 ms of its ~10 ms; and the first
 declare's read of every row in Python (+10 ms against the reference).
 """  # noqa: E501
+
+#: Issue 42's third pass on the short-lived writers (measured by hand, kept so that a render keeps them).
+ISSUE_42_SHORT_LIVED_NOTES = """\
+## Short-lived writer processes: what runs inside the machine turn (issue 42, third pass, 2026-11-27, machine shared and heavily loaded: indicative only)
+
+The quiet run above has the writers' CPU at parity (off 1.03x, managed 1.06x the reference's) but writes/s at
+0.93x and 0.90x: ours' commits take the machine's writers' turn one process after another
+(`writers_turn.MachineTurn`), so what a commit does while holding it is done on one core while the other
+writers wait. Measured by wrapping `MachineTurn.hold` in the writer processes (8 x 25 declares into the 50-table
+catalog, 2 runs per sample; CPU of the holding thread, `time.thread_time`) and by cProfile with a CPU timer over
+the turn of one writer among 8:
+
+- **The fix: fsspec imported inside the turn.** Under 8 writers, 25-30 % of commits find in the turn that the data
+  file they wrote beforehand cannot be committed as it is (a compaction rewrite became due, or is no longer due:
+  `group_commit.InsertGroup`) and delete it. `Storage.delete` went through fsspec, whose first use imports it
+  (and asyncio): 60-110 ms of CPU once per process, while the machine's 7 other writers waited. On local disk the
+  delete is now `os.remove`, what fsspec's local `rm_file` calls (`tests/namespace/test_import_cost.py` checks
+  that no fsspec is loaded). The other writers' turn work is unchanged.
+- **CPU inside the turn per writer process** (before = `7da89b2`, this branch's parent; 2 samples each, load
+  8-10): management off 132 and 127 ms -> 92 and 105 ms (mean per commit 5.3 and 5.1 -> 3.7 and 4.2 ms);
+  managed 115 and 110 ms -> 90 and 81 ms (4.6 and 4.4 -> 3.6 and 3.2 ms). The turn's wall per commit is 3-4x
+  its CPU at this load (median 8.5-14 ms): the holder is descheduled while 7 processes wait for it.
+- **Whole runs**, interleaved triples of ours, before (`7da89b2`) and the reference, load 5.5-15 (other helpers'
+  suites): management off, 13 runs: writes/s ours ÷ reference median 0.83x (0.46-0.94x), before 0.79x
+  (0.42-1.48x); the writers' CPU ours ÷ reference 1.02x (0.95-1.22x), before 1.09x (0.88-1.26x). Managed, 7
+  runs: writes/s 0.89x (0.62-1.25x), before 0.95x (0.47-1.39x); CPU 1.03x (0.85-1.10x), before 1.08x
+  (0.94-1.30x). The wall ratios spread far more than any change here: the goal (>= 1.0x) is not shown met and
+  needs the quiet re-run (`BENCH_ONLY=short_lived BENCH_MERGE=1 make bench`).
+- **CPU of one writer by phase** (ms, median over the same runs; ours / before / reference): off, import
+  489 / 479 / 428, first declare 24 / 31 / 17, 24 declares 239 / 279 / 281, finalise 323 / 356 / 301; managed,
+  import 458 / 476 / 409, first declare 21 / 30 / 16, 24 declares 246 / 287 / 279, finalise 319 / 319 / 316.
+
+What a commit does in the turn now (per commit, ~3.2-4.2 ms of CPU): Lance's commit of the guarded append
+(~2 ms, the floor: the reference's commit is the same call), reading the rows the other writers added since this
+process's last read (~1-1.5 ms: the whole table in ~70-80 % of commits, since every 8th version is a compaction
+rewrite and a process waits for ~7 commits of the others between two of its own), opening the latest version
+(0.1-0.4 ms) and deriving the new version's row index (~0.2 ms). Measured, not kept:
+
+- Opening the latest version by probing N+1, N+2 with a `stat` and `checkout_version` instead of
+  `checkout_latest` (a listing of `_versions/`): 0.04 against 0.37 ms of CPU at 1,000 versions. Lance's commit
+  does refuse a commit on a stale version found that way (tested: a removed middle version, the commit fails as a
+  conflict), but a read would answer from version N+1 while an outside clean-up that kept a tagged N+1 removed
+  N+2 and N+3 exists, and the retry of a commit would stay on it (`_is_latest` trusts "no N+2"): a wider miss
+  than the one `snapshots.py` documents, for ~0.2 ms per commit. It needs a full listing on every conflict first.
+- Handing a commit's rows to the next holder through a machine-local Arrow file (`rows_store` encoding): reading
+  and indexing it costs 0.32 ms against 1.77 ms for a scan of an 8-fragment, 400-row `__manifest`, but saving it
+  costs 1.1 ms and must happen before the turn is released to be found by the next holder: no gain.
+- The import: our 40 modules cost 30-32 ms of CPU on top of `lance.namespace` (same bytecode); resolving the
+  operations' type hints and signatures at import is 2.4 ms of it, the rest is spread over the modules (their
+  dataclasses and classes): nothing large to make lazy.
+
+- A writer whose last commit waited for another process writing beforehand only the append, never a rewrite it
+  predicts from an older version (under contention the commit lands on a later version, where the prediction is
+  wrong ~7 times in 8): data-file writes per process 31.0 -> 28.3 and discards 6.0 -> 3.3, but CPU in the turn
+  79 and 88 -> 86 and 96 ms per process (2 samples each, load 5-10): the rewrites it rightly predicted are then
+  written in the turn.
+
+Next: commits of several processes grouped in one (a queue in the machine turn) would take the per-commit floor
+out of the serial path.
+"""  # noqa: E501

@@ -36,7 +36,14 @@ from benchmarks import (
     writes,
 )
 from benchmarks.common import DOC, RESULTS_DIR, Target
-from benchmarks.notes import ENGINE_NOTES, ISSUE_38_NOTES, ISSUE_42_NOTES, PROFILE_NOTES, RUN_IT
+from benchmarks.notes import (
+    ENGINE_NOTES,
+    ISSUE_38_NOTES,
+    ISSUE_42_NOTES,
+    ISSUE_42_SHORT_LIVED_NOTES,
+    PROFILE_NOTES,
+    RUN_IT,
+)
 
 # The sections in the order they run and appear. Each module measures with ``jobs(work)`` (results key,
 # measure), renders its part with ``section(results)`` and, where it has goals, ``targets(results)``.
@@ -104,7 +111,8 @@ def render(results: dict[str, Any]) -> str:
             lines.append(f"- **{target.name}** ({target.measured}). Why: {reason} Next step: {step}")
         lines.append("")
     body = [line for module in SECTIONS for line in module.section(results)]
-    body += [PROFILE_NOTES, "", ENGINE_NOTES, "", ISSUE_38_NOTES, "", ISSUE_42_NOTES, "", RUN_IT, ""]
+    notes = [PROFILE_NOTES, ENGINE_NOTES, ISSUE_38_NOTES, ISSUE_42_NOTES, ISSUE_42_SHORT_LIVED_NOTES, RUN_IT]
+    body += [part for note in notes for part in (note, "")]
     # issue 42's rows link to the headings of the page around them
     lines += issue42.table(results, "\n".join([*lines, *body])) + body
     for name, error in results.get("_failed", {}).items():

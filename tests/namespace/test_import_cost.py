@@ -80,3 +80,23 @@ def test_declaring_on_local_disk_loads_no_remote_or_vending_client(tmp_path: Pat
         json.dumps(properties),
     )
     assert _offenders(loaded["modules"]) == []
+
+
+def test_deleting_a_file_on_local_disk_loads_no_fsspec(tmp_path: Path) -> None:
+    """A writer deletes a data file it wrote but did not commit while it holds the machine's writers' turn
+    (``group_commit._Written.discard``): on local disk that is ``os.remove``, not fsspec's import (~60 ms then
+    spent in the turn while the machine's other writers wait). A missing file is not an error."""
+    (tmp_path / "__manifest" / "data").mkdir(parents=True)
+    written = tmp_path / "__manifest" / "data" / "written.lance"
+    written.write_bytes(b"rows")
+    loaded = _loaded_after(
+        "import json, sys\n"
+        "from airflow_provider_lance.namespace.storage import Storage, normalize_root\n"
+        "storage = Storage(normalize_root(sys.argv[1]), {})\n"
+        "storage.delete('__manifest/data/written.lance')\n"
+        "storage.delete('__manifest/data/never-written.lance')\n"
+        "print(json.dumps({'modules': sorted(sys.modules)}))\n",
+        str(tmp_path),
+    )
+    assert not written.exists()
+    assert _offenders(loaded["modules"]) == []
