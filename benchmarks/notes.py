@@ -313,6 +313,73 @@ that size, so once both saturate the two cores the wall ratio tends to that (0.8
   JVM-side Lance writer, lance-spark) or cheaper encoding (Lance file format 2.0 encodes several times faster at
   ~3x the size: a change of what we store, so not made here).
 
+## Spark staging, second pass: bigger Arrow batches, and what else was measured (issue 42, 2026-11-27, machine shared and loaded: indicative only)
+
+Change: the staging jobs now also set `spark.sql.execution.arrow.maxRecordsPerBatch` (unless the session sets it):
+about 4 MiB a batch by the schema's estimate, between Spark's 10,000 and 65,536 rows (`arrow_batch_rows`; 65,536
+for the benchmark's 4 narrow columns; 10,000 when a column is binary, an array or a map). What is stored does not
+change (Lance's default file format, 2.2 here, and its encodings; the same fragments). Each batch costs the Python
+worker a fixed amount (PySpark's Arrow reader, the hand-over to Lance, Lance's intake): ~0.3 ms, ~10% of the
+staging's CPU at 10,000 rows.
+
+A/B, one Spark session each, paths interleaved, CPU seconds (JVM + workers + driver, user + system) per round,
+median; 2 x 10M rows unless said; load average 6-12 from other helpers (CPU is inflated under load for every path):
+
+| rows per Arrow batch | session 1 (6 rounds) | session 2 (6 rounds) | session 3 (6 rounds) | workers, session 3 (user + system) |
+|---|---:|---:|---:|---:|
+| 10,000 (before) | 6.10 | 5.66 | 5.90 | 1.90 + 0.54 |
+| 32,768 | | | 5.36 | 1.75 + 0.31 |
+| 50,000 | 5.45 | | 5.16 | 1.66 + 0.24 |
+| 65,536 (now) | | 5.12 | 5.10 | 1.57 + 0.28 |
+| 100,000 / 131,072 | 5.43 | | 5.31 | 1.49 + 0.47 |
+| 250,000 | | 4.97 | | |
+| 1,000,000 | | 5.58 | | |
+| Parquet, same session | 7.09 | | | |
+
+The JVM's share does not move (2.9-3.3 s); above ~100,000 rows the workers' system time grows again (fresh
+buffers for every large batch). 4 x 10M, one session, 3 rounds, load 8-11, CPU-s per round: Parquet 16.07,
+13.91, 16.44; ours with 10,000-row batches 12.84, 11.87 (its second round not counted: a worker process ended
+during it); with 65,536 11.50, 11.06, 11.17.
+
+The benchmark, this branch (`python -m benchmarks.spark_staging --tables 4 --rows 10000000 --repeat 5 --no-load
+--only transfer`), two runs:
+
+| run | load average | Parquet wall s (median) | ours wall s (median) | per-round wall ratio: median (range) | best ÷ best | CPU s Parquet | CPU s ours: JVM + workers + driver | per-round CPU ratio: median (range) |
+|---|---|---:|---:|---:|---:|---:|---:|---:|
+| 1 | 7-8 | 13.93 | 9.70 | 0.73 (0.52-0.93) | 0.69 | 13.02 | 10.62: 6.24 + 4.31 + 0.08 | 0.82 (0.75-0.98) |
+| 2 | 1.4-5 | 12.01 | 10.03 | **0.84** (0.76-0.87) | **0.83** | 13.08 | 11.78: 6.95 + 4.65 + 0.08 | **0.87** (0.80-0.92) |
+| before (last quiet run, "Spark staging throughput") | quiet | 7.34 | 6.46 | 0.86 (0.86-0.91) | 0.86 | 14.09 | 12.12: 7.34 + 4.69 + 0.08 | 0.86 |
+
+Run 1's wall ratio is not a quiet figure (the load slows Parquet's disk-bound writes). 2 x 2M (`--tables 2 --rows
+2000000`, load 5-8): CPU ratio per round 0.81, 0.65, 0.75, 0.91, 0.71 (median 0.75), wall best ÷ best 0.76.
+Verdict: **4 x 10M is still not at 0.8x**: the bigger batches take 0.5-0.9 CPU-s off the workers in the A/B
+sessions (the workers' system time varies most: 0.4-1.5 s a round, with the other helpers' disk writes), 3-12%
+of ours' CPU, and ours stays at 0.82-0.87x Parquet's CPU at this size; 2 x 2M stays met.
+
+Measured and not kept (numbers per 2 x 10M round unless said):
+
+- **Lance's thread pools in each worker** (`LANCE_CPU_THREADS=1`, two sessions each, 4 rounds, 65,536-row
+  batches): CPU 5.41 and 5.64 vs 5.37 and 5.68 with the default pool; the workers' user time drops
+  (1.56 vs 1.67 s) and their system time rises (0.51 vs 0.20-0.43 s). `LANCE_IO_THREADS=1` too: no gain in a
+  single-process test (0.41-0.49 vs 0.42-0.47 CPU-s per 5M rows).
+- **Lance encoder settings that keep the format**: `data_cache_bytes` 2-128 MiB, `max_page_bytes` 1-64 MiB,
+  `max_rows_per_group` None / 10,000: the string column (FSST, most of Lance's time: 0.25 of ~0.42 CPU-s per 5M
+  rows) costs the same or more (0.25-0.32 s). File format 2.0 costs 0.15-0.24 s for the whole table (a change of
+  what we store: not an option).
+- **Where the JVM's time goes** (Java Flight Recorder and `perf` during the timed rounds): per row and per
+  field, Spark's `ArrowWriter` (`handleSafe` capacity checks, `StructWriter`: `mapInArrow` wraps every row in a
+  struct) and reading the cache; the C2 JIT compiler takes 6-7% of the CPU of every timed round, for Parquet and
+  for ours alike. Both writers keep the two cores busy (≥ 2 runnable threads in 88-98% of samples), so the wall
+  ratio follows the CPU ratio; the driver's planning, staging and commit are 0.05-0.1 CPU-s.
+- **Not built, the next step**: reading the rows as Arrow batches without `mapInArrow`'s struct wrapping, through
+  Spark's `Dataset.toArrowBatchRdd` (a JVM method of the classic API, reached with py4j) and a PySpark RDD of the
+  serialised batches. Prototype at 4 x 10M, same session as above, 40,000-row batches: **10.11, 11.87, 9.87
+  CPU-s vs 11.50, 11.06, 11.17** (JVM 4.84-4.96 vs 6.83-6.88 s; the workers' system time is higher, 0.95-2.21 vs
+  0.41-0.60 s); at 2 x 10M, 10,000-40,000-row batches, 4.78-4.95 vs 5.83 in the same session, but at 65,536-row
+  batches 5.16 vs 5.05 (the JVM copies each batch into a heap array). Left out: a private JVM API, no Spark
+  Connect, the workers would have to be given the JVM's exact Arrow schema (the batches arrive without it), and
+  the gain is within this machine's noise at 2 x 10M.
+
 ## Short-lived writer processes: where a writer's CPU goes, and the machine turn's wait (issue 42, 2026-11-27, machine shared and loaded: indicative only)
 
 Each writer of "Short-lived writer processes" now reports its CPU by phase (`benchmarks/writer_process.py`; the

@@ -16,10 +16,12 @@ WHY = (
     "Ours costs the CPU of its floor and Lance's encoding, nothing more: Spark's per-row work for `mapInArrow` in"
     " the JVM (rows to Arrow, the transfer floor row's CPU) plus Lance's encoder in the Python workers; the"
     " driver's planning, staging and one batch commit are tens of milliseconds. Spark's Parquet writer gets"
-    " cheaper per row on larger tasks and files, ours less: at 4 x 10M rows ours uses ~0.9x Parquet's CPU, and"
-    " on a quiet machine the wall ratio follows (the CPU columns of the section show the split).",
-    "Take the rows out of the JVM without the per-row Arrow conversion (a JVM-side writer: lance-spark), or"
-    " encode cheaper (Lance file format 2.0: several times faster at ~3x the size, a change of what we store).",
+    " cheaper per row on larger tasks and files, ours less: at 4 x 10M rows ours uses 0.82-0.87x Parquet's CPU"
+    " with 65,536-row Arrow batches (0.86x before, with Spark's 10,000), and on a quiet machine the wall ratio"
+    " follows (the CPU columns of the section show the split).",
+    "Take the rows out of the JVM without mapInArrow's per-row struct wrapping (Spark's Dataset.toArrowBatchRdd:"
+    " ~10% less CPU in a prototype, see the second-pass notes) or without any per-row Arrow conversion (a"
+    " JVM-side writer: lance-spark), or encode cheaper (Lance file format 2.0: a change of what we store).",
 )
 
 INTRO = (

@@ -9,7 +9,7 @@ int), built by Spark, cached in memory and counted before timing. Each round tim
 * **pylance**: ``lance.write_dataset`` of the same rows (pyarrow tables built before timing), one process,
   one table after the other;
 * two floors (reference rows): the ``mapInArrow`` jobs of every table reading every batch and writing nothing,
-  with the Arrow batch settings the staging uses (:func:`~airflow_provider_lance.spark.staging.uncapped_arrow_batches`)
+  with the Arrow batch settings the staging uses (:func:`~airflow_provider_lance.spark.staging.arrow_batches`)
   and with Spark's defaults.
 
 After a warm-up round, every round runs twice: on the quiet machine, then **loaded**, with another job using
@@ -169,7 +169,7 @@ def measure(
 
     from airflow_provider_lance.namespace import DirectoryNamespace
     from airflow_provider_lance.spark import stage_dataframes
-    from airflow_provider_lance.spark.staging import uncapped_arrow_batches
+    from airflow_provider_lance.spark.staging import arrow_batch_rows, arrow_batches
 
     work = Path(tempfile.mkdtemp(prefix="lance-spark-bench-"))
     started = time.perf_counter()
@@ -219,7 +219,7 @@ def measure(
         assert sum(s.rows for s in staged) == tables * rows
 
     def transfer(r: int) -> None:  # the floor of any executor-side writer: rows to Python workers, no write
-        with uncapped_arrow_batches(spark):
+        with arrow_batches(spark, arrow_batch_rows(frames[0])):
             for frame in frames:
                 frame.mapInArrow(_drain, "fragment string, writer_pid long").collect()
 

@@ -6,9 +6,10 @@ one new version per table with :mod:`airflow_provider_lance.staging` and returns
 ``CreateTableVersionEntry`` to commit later with ``batch_create_table_versions``. Until then readers see the
 old versions.
 
-Spark setting: the staging jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` (see
-:func:`uncapped_arrow_batches`) unless the session sets that key itself; that halves the cost of handing the rows
-to the Python workers. The workers run :func:`airflow_provider_lance.spark.writer.write_partition`, which imports
+Spark settings: the staging jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` and
+``spark.sql.execution.arrow.maxRecordsPerBatch`` from :func:`arrow_batch_rows` (see :func:`arrow_batches`) unless
+the session sets those keys itself; that halves the cost of handing the rows to the Python workers and cuts the
+workers' cost per batch. The workers run :func:`airflow_provider_lance.spark.writer.write_partition`, which imports
 only pyarrow and pylance and freezes the worker's long-lived objects (``gc.freeze``) so that PySpark's full
 garbage collection after every task does not walk them again.
 """
@@ -47,10 +48,32 @@ log = logging.getLogger(__name__)
 #: accepted) at which Spark stops measuring the batch after every row.
 ARROW_MAX_BYTES_PER_BATCH = "spark.sql.execution.arrow.maxBytesPerBatch"
 ARROW_UNCAPPED_BYTES = str(2**31 - 1)
+#: Spark's row cap on those batches (10,000 by default).
+ARROW_MAX_RECORDS_PER_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
+#: The rows of one staging batch: about ``ARROW_BATCH_BYTES`` by the schema's estimate (:func:`arrow_batch_rows`),
+#: never fewer than Spark's default nor more than ``ARROW_BATCH_MAX_ROWS``.
+ARROW_BATCH_BYTES = 4 * 1024 * 1024
+ARROW_BATCH_MIN_ROWS = 10_000
+ARROW_BATCH_MAX_ROWS = 65_536
+#: Bytes per value of the flat Spark types (``DataType.typeName()``); a string counts Spark's estimate of its size
+#: (``StringType.defaultSize``, 20 bytes). Other types (binary, arrays, maps, variants) have no useful estimate.
+_VALUE_BYTES = {
+    "boolean": 1,
+    "byte": 1,
+    "short": 2,
+    "integer": 4,
+    "float": 4,
+    "date": 4,
+    "long": 8,
+    "double": 8,
+    "timestamp": 8,
+    "timestamp_ntz": 8,
+    "string": 20,
+}
 
 _conf_lock = threading.Lock()
-#: id(session) -> the number of staging calls running with the cap lifted by :func:`uncapped_arrow_batches`.
-_conf_users: dict[int, int] = {}
+#: id(session) -> [the number of staging calls running under :func:`arrow_batches`, the keys they set].
+_conf_users: dict[int, list[Any]] = {}
 
 
 @dataclass
@@ -80,9 +103,46 @@ def spark_to_arrow_schema(df: DataFrame) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone=timezone, prefers_large_types=False)
 
 
+def _row_bytes(data_type: Any) -> int | None:
+    """Estimate the bytes of one value of a Spark type in an Arrow batch; ``None`` when the type has no estimate.
+
+    :param data_type: a ``pyspark.sql.types.DataType``.
+    """
+    from pyspark.sql.types import DecimalType, StructType
+
+    if isinstance(data_type, StructType):
+        total = 0
+        for item in data_type.fields:
+            size = _row_bytes(item.dataType)
+            if size is None:
+                return None
+            total += size
+        return total
+    if isinstance(data_type, DecimalType):
+        return 8 if data_type.precision <= 18 else 16
+    return _VALUE_BYTES.get(data_type.typeName())
+
+
+def arrow_batch_rows(df: DataFrame) -> int:
+    """The rows per Arrow batch the staging asks Spark for: ``ARROW_BATCH_BYTES`` divided by the estimated row
+    size, between Spark's default (10,000) and 65,536; Spark's default when a column is binary, an array, a map or
+    another type without an estimate.
+
+    Each batch costs the Python worker a fixed amount (PySpark's and Lance's work per batch): at 10,000 rows of
+    4 narrow columns that was about 10% of the staging's CPU. Up to 65,536 rows, a batch stays within Spark's own
+    default byte cap (``maxBytesPerBatch``, 64 MiB) while rows average up to 1 KiB.
+
+    :param df: the DataFrame.
+    """
+    width = _row_bytes(df.schema)
+    if not width:
+        return ARROW_BATCH_MIN_ROWS
+    return max(ARROW_BATCH_MIN_ROWS, min(ARROW_BATCH_MAX_ROWS, ARROW_BATCH_BYTES // width))
+
+
 @contextlib.contextmanager
-def uncapped_arrow_batches(spark: SparkSession) -> Iterator[bool]:
-    """Run the block's ``mapInArrow`` jobs without Spark's per-row Arrow batch size check; restore the session after.
+def arrow_batches(spark: SparkSession, rows: int) -> Iterator[list[str]]:
+    """Run the block's ``mapInArrow`` jobs with the staging's Arrow batches; restore the session after.
 
     Spark 4 cuts the Arrow batches it sends to Python workers at ``spark.sql.execution.arrow.maxRecordsPerBatch``
     rows (10,000 by default) or ``spark.sql.execution.arrow.maxBytesPerBatch`` bytes (64 MiB by default). To
@@ -90,36 +150,38 @@ def uncapped_arrow_batches(spark: SparkSession) -> Iterator[bool]:
     (``ArrowWriter.sizeInBytes``), which costs more than the rest of the transfer. With the cap at
     ``2147483647`` (``Int.MaxValue``) Spark skips the check: a ``mapInArrow`` job that only reads the rows takes
     about 0.5x instead of 1.2-1.6x the time of ``df.write.parquet`` of the same cached DataFrames (``local[2]``).
-    The batches stay bounded by the row count.
+    The batches stay bounded by the row count, ``rows`` (:func:`arrow_batch_rows`).
 
-    The key is set for the block and unset afterwards, unless the session already sets it (its value is kept:
+    Each key is set for the block and unset afterwards, unless the session already sets it (its value is kept:
     set ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` in the session or ``spark-submit --conf`` to
-    get the fast path for every Arrow Python UDF, or a smaller value when 10,000 rows can exceed the memory of a
-    Python worker). Concurrent calls on one session share the setting; the last one out unsets it.
+    get the fast path for every Arrow Python UDF; set ``maxRecordsPerBatch`` smaller when that many rows can
+    exceed the memory of a Python worker). Concurrent calls on one session share the settings of the first one;
+    the last one out unsets them.
 
     :param spark: the session that runs the jobs.
-    :return: (as the context value) whether the key was set by this call or a concurrent one.
+    :param rows: the rows per batch.
+    :return: (as the context value) the keys set by this call or a concurrent one.
     """
     key = id(spark)
+    settings = {ARROW_MAX_BYTES_PER_BATCH: ARROW_UNCAPPED_BYTES, ARROW_MAX_RECORDS_PER_BATCH: str(rows)}
     with _conf_lock:
-        if _conf_users.get(key):
-            _conf_users[key] += 1
-            owned = True
-        elif spark.conf.get(ARROW_MAX_BYTES_PER_BATCH, None) is None:
-            spark.conf.set(ARROW_MAX_BYTES_PER_BATCH, ARROW_UNCAPPED_BYTES)
-            _conf_users[key] = 1
-            owned = True
+        users = _conf_users.get(key)
+        if users:
+            users[0] += 1
         else:
-            owned = False
+            owned = [name for name in settings if spark.conf.get(name, None) is None]
+            for name in owned:
+                spark.conf.set(name, settings[name])
+            users = _conf_users[key] = [1, owned]
     try:
-        yield owned
+        yield users[1]
     finally:
-        if owned:
-            with _conf_lock:
-                _conf_users[key] -= 1
-                if not _conf_users[key]:
-                    del _conf_users[key]
-                    spark.conf.unset(ARROW_MAX_BYTES_PER_BATCH)
+        with _conf_lock:
+            users[0] -= 1
+            if not users[0]:
+                del _conf_users[key]
+                for name in users[1]:
+                    spark.conf.unset(name)
 
 
 def _target_schema(df: DataFrame, target: StagingTarget, mode: StageMode) -> pa.Schema:
@@ -160,14 +222,15 @@ def stage_dataframe(
     its version 1 is staged. ``append`` to an existing table keeps the table's schema (columns matched by
     name, values cast); ``overwrite`` replaces the rows and takes the DataFrame's schema.
 
-    Spark settings: the job runs with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` unless the
-    session sets that key (then its value is kept). With any smaller cap Spark measures the Arrow batch after
-    every row it hands to the Python workers, which doubles the cost of the transfer
-    (:func:`uncapped_arrow_batches`). Setting it in the session (``spark-submit --conf``) gives other Arrow
-    Python UDFs the same speed-up; set a smaller value only if ``spark.sql.execution.arrow.maxRecordsPerBatch``
-    rows (10,000 by default) can outgrow a Python worker's memory. In the Python workers, the objects alive when a
-    partition starts are frozen (``gc.freeze``: never walked by the cycle collector again, still freed by
-    reference counting), see :func:`airflow_provider_lance.spark.writer.write_partition`.
+    Spark settings: the job runs with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` and
+    ``spark.sql.execution.arrow.maxRecordsPerBatch`` at 10,000 to 65,536 rows (about 4 MiB by the schema's
+    estimate, :func:`arrow_batch_rows`) unless the session sets those keys (then their values are kept). With any
+    smaller byte cap Spark measures the Arrow batch after every row it hands to the Python workers, which doubles
+    the cost of the transfer (:func:`arrow_batches`). Setting it in the session (``spark-submit --conf``) gives
+    other Arrow Python UDFs the same speed-up; set ``maxRecordsPerBatch`` smaller if that many rows can outgrow a
+    Python worker's memory (long strings: the estimate counts 20 bytes a string). In the Python workers, the
+    objects alive when a partition starts are frozen (``gc.freeze``: never walked by the cycle collector again,
+    still freed by reference counting), see :func:`airflow_provider_lance.spark.writer.write_partition`.
 
     :param df: the DataFrame to write.
     :param namespace: the namespace that will commit the version.
@@ -298,7 +361,8 @@ def stage_dataframes(
     be committed: every table stays at its old version (new tables stay declared with no version). Data files
     already written are left for cleanup.
 
-    Spark settings: as for :func:`stage_dataframe` (``spark.sql.execution.arrow.maxBytesPerBatch``).
+    Spark settings: as for :func:`stage_dataframe` (``spark.sql.execution.arrow.maxBytesPerBatch`` and
+    ``maxRecordsPerBatch``; the tables of one session share the smallest of their :func:`arrow_batch_rows`).
 
     :param namespace: the namespace that will commit the versions.
     :param tables: ``{"ns.table": df}`` or ``[(table_id, df), ...]``.
@@ -336,16 +400,21 @@ def _run_concurrently(pending: Sequence[_PendingWrite]) -> list[list[tuple[str, 
     """Run the tables' Spark jobs at the same time (one driver thread each, so the scheduler keeps every core
     busy: no idle slots at the end of one table's job or while the driver stages); results in order.
 
-    The jobs run under :func:`uncapped_arrow_batches`. The threads inherit the caller's Spark local properties
-    (job group, scheduler pool, description). If a job fails, the exception propagates once every job has
-    finished.
+    The jobs run under :func:`arrow_batches`, with the fewest rows any of a session's tables asks for. The
+    threads inherit the caller's Spark local properties (job group, scheduler pool, description). If a job
+    fails, the exception propagates once every job has finished.
 
     :param pending: the prepared writes.
     """
     with contextlib.ExitStack() as stack:
-        sessions = {id(write.df.sparkSession): write.df.sparkSession for write in pending}
-        for spark in sessions.values():
-            stack.enter_context(uncapped_arrow_batches(spark))
+        sessions: dict[int, SparkSession] = {}
+        rows: dict[int, int] = {}
+        for write in pending:
+            spark = write.df.sparkSession
+            sessions[id(spark)] = spark
+            rows[id(spark)] = min(rows.get(id(spark), ARROW_BATCH_MAX_ROWS), arrow_batch_rows(write.df))
+        for key, spark in sessions.items():
+            stack.enter_context(arrow_batches(spark, rows[key]))
         if len(pending) < 2:
             return [write.run() for write in pending]
         from concurrent.futures import ThreadPoolExecutor

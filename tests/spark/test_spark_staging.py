@@ -149,41 +149,44 @@ def test_append_conforms_column_order_and_types(spark, namespace: ln.LanceNamesp
     assert table.to_pydict() == {"name": ["x", "a", "b"], "id": [0, 1, 2]}
 
 
-def test_arrow_batch_cap_lifted_for_the_staging_jobs_only(
+def test_arrow_batch_settings_for_the_staging_jobs_only(
     spark, namespace: ln.LanceNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The jobs run with maxBytesPerBatch=Int.MaxValue (no per-row size check) unless the session sets the key;
-    the session is left as it was, also when a job fails."""
+    """The jobs run with maxBytesPerBatch=Int.MaxValue (no per-row size check) and maxRecordsPerBatch from the
+    schema unless the session sets the keys; the session is left as it was, also when a job fails."""
     from airflow_provider_lance.spark import staging
 
-    key = staging.ARROW_MAX_BYTES_PER_BATCH
-    seen: list[str | None] = []
+    keys = (staging.ARROW_MAX_BYTES_PER_BATCH, staging.ARROW_MAX_RECORDS_PER_BATCH)
+    seen: list[tuple[str | None, ...]] = []
     run = staging._PendingWrite.run
 
     def recording_run(self):
-        seen.append(spark.conf.get(key, None))
+        seen.append(tuple(spark.conf.get(key, None) for key in keys))
         return run(self)
 
     monkeypatch.setattr(staging._PendingWrite, "run", recording_run)
-    assert spark.conf.get(key, None) is None
+    assert all(spark.conf.get(key, None) is None for key in keys)
     staged = stage_dataframes(namespace, {"a": demo(spark, 100), "b": demo(spark, 50)})
     assert [s.rows for s in staged] == [100, 50]
-    assert seen == [staging.ARROW_UNCAPPED_BYTES] * 2
-    assert spark.conf.get(key, None) is None
+    assert seen == [(staging.ARROW_UNCAPPED_BYTES, "65536")] * 2  # id, name, score, bucket: ~40 bytes a row
+    assert all(spark.conf.get(key, None) is None for key in keys)
 
     seen.clear()
-    stage_dataframe(demo(spark, 10), namespace, "c")
-    assert seen == [staging.ARROW_UNCAPPED_BYTES]
-    assert spark.conf.get(key, None) is None
+    blobs = spark.createDataFrame([(1, b"x")], "id long, payload binary")  # no estimate: Spark's default rows
+    stage_dataframes(namespace, {"c": demo(spark, 10), "c_blobs": blobs})
+    assert seen == [(staging.ARROW_UNCAPPED_BYTES, "10000")] * 2  # one session: the fewest rows of its tables
+    assert all(spark.conf.get(key, None) is None for key in keys)
 
     seen.clear()
-    spark.conf.set(key, "16m")
+    spark.conf.set(keys[0], "16m")
+    spark.conf.set(keys[1], "500")
     try:
         stage_dataframe(demo(spark, 10), namespace, "d")
-        assert seen == ["16m"]
-        assert spark.conf.get(key, None) == "16m"
+        assert seen == [("16m", "500")]
+        assert (spark.conf.get(keys[0], None), spark.conf.get(keys[1], None)) == ("16m", "500")
     finally:
-        spark.conf.unset(key)
+        for key in keys:
+            spark.conf.unset(key)
 
     def failing_run(self):
         raise RuntimeError("job failed")
@@ -191,19 +194,37 @@ def test_arrow_batch_cap_lifted_for_the_staging_jobs_only(
     monkeypatch.setattr(staging._PendingWrite, "run", failing_run)
     with pytest.raises(RuntimeError, match="job failed"):
         stage_dataframes(namespace, {"e": demo(spark, 10), "f": demo(spark, 10)})
-    assert spark.conf.get(key, None) is None
+    assert all(spark.conf.get(key, None) is None for key in keys)
 
 
-def test_uncapped_arrow_batches_is_shared_by_concurrent_calls(spark) -> None:
+def test_arrow_batch_rows_follow_the_estimated_row_size(spark) -> None:
+    """About 4 MiB a batch by the schema's estimate, between Spark's default rows and 65,536; Spark's default for
+    types without an estimate."""
+    from airflow_provider_lance.spark.staging import arrow_batch_rows
+
+    def rows(ddl: str) -> int:
+        return arrow_batch_rows(spark.createDataFrame([], ddl))
+
+    assert rows("id long, name string, score double, bucket int") == 65_536  # 40 bytes
+    assert rows(", ".join(f"c{i} double" for i in range(16))) == 32_768  # 128 bytes: 4 MiB / 128
+    assert rows(", ".join(f"c{i} decimal(38, 2)" for i in range(64))) == 10_000  # 1 KiB: never below Spark's
+    assert rows("id long, point struct<x: double, y: double>") == 65_536
+    assert rows("id long, tags array<string>") == 10_000
+    assert rows("id long, attributes map<string, string>") == 10_000
+
+
+def test_arrow_batches_is_shared_by_concurrent_calls(spark) -> None:
     from airflow_provider_lance.spark.staging import (
         ARROW_MAX_BYTES_PER_BATCH,
+        ARROW_MAX_RECORDS_PER_BATCH,
         ARROW_UNCAPPED_BYTES,
-        uncapped_arrow_batches,
+        arrow_batches,
     )
 
-    with uncapped_arrow_batches(spark) as outer:
-        with uncapped_arrow_batches(spark) as inner:
-            assert outer and inner
-            assert spark.conf.get(ARROW_MAX_BYTES_PER_BATCH, None) == ARROW_UNCAPPED_BYTES
-        assert spark.conf.get(ARROW_MAX_BYTES_PER_BATCH, None) == ARROW_UNCAPPED_BYTES  # the outer call still runs
-    assert spark.conf.get(ARROW_MAX_BYTES_PER_BATCH, None) is None
+    keys = [ARROW_MAX_BYTES_PER_BATCH, ARROW_MAX_RECORDS_PER_BATCH]
+    with arrow_batches(spark, 20_000) as outer:
+        with arrow_batches(spark, 30_000) as inner:
+            assert outer == inner == keys
+            assert [spark.conf.get(key, None) for key in keys] == [ARROW_UNCAPPED_BYTES, "20000"]
+        assert [spark.conf.get(key, None) for key in keys] == [ARROW_UNCAPPED_BYTES, "20000"]  # the outer still runs
+    assert [spark.conf.get(key, None) for key in keys] == [None, None]
