@@ -121,10 +121,20 @@ def commit_update(
     updated: list[FragmentMetadata],
     fragments: list[FragmentMetadata],
     storage_options: dict[str, str] | None,
+    inserting: bool = False,
 ) -> lance.LanceDataset:
     """Remove the fragments ``removed``, replace ``updated`` and add ``fragments``: a Lance *Update*, rebased over
-    a compatible concurrent commit (an append of other rows), failing on a guarded append or a change of these
-    fragments (the caller retries on the new version)."""
+    a compatible concurrent commit (an append of other rows, an Update of other fragments), failing on a guarded
+    append or a change of these fragments (the caller retries on the new version).
+
+    ``inserting``: ``fragments`` hold rows inserted after a check against this version. Two such Updates of
+    different fragments would both land, rebased one over the other, and a row checked absent by both would be
+    inserted twice; so each of them also lists the version's first fragment, unchanged, among its updated ones,
+    and Lance fails the later of two Updates of one fragment."""
+    if inserting:
+        touched = set(removed) | {fragment.id for fragment in updated}
+        first = dataset.get_fragments()[:1]
+        updated = updated + [f.metadata for f in first if f.fragment_id not in touched]
     return lance.LanceDataset.commit(
         dataset,
         lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=fragments),

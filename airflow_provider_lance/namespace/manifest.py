@@ -319,7 +319,8 @@ class ManifestTable:
         (``fragments.fragments_holding``): as cheap as an insert, where pylance's merge-insert joins against
         every row (4-7 ms against 11-18 ms at 1,000 rows, docs/benchmarks.md "Table version management"). A row
         deleted or repointed meanwhile is left as it is; without ``inserting``, a row gone goes through the
-        merge-insert upsert. The Update fails on any concurrent guarded append, so the insert stays guarded."""
+        merge-insert upsert. The Update fails on any concurrent guarded append or insert (``commit_update``'s
+        ``inserting``), so the insert stays guarded."""
         data = rows_table(rows)
         wanted = data["object_id"].to_pylist()
         metadata = dict(zip(wanted, data["metadata"].to_pylist(), strict=True))
@@ -360,7 +361,8 @@ class ManifestTable:
             paths = fragments.data_file_paths(written)
             self._written_rows = {paths[0]: table} if len(paths) == 1 else {}
             try:
-                return fragments.commit_update(dataset, removed, updated, written, options), None
+                commit = fragments.commit_update(dataset, removed, updated, written, options, inserting is not None)
+                return commit, None
             except BaseException as error:
                 if not is_lost_response(error):  # no version holds them (a lost response's commit may)
                     fragments.delete_files(self.storage, MANIFEST_DIR, written)

@@ -204,3 +204,28 @@ def test_a_small_fragment_this_process_wrote_is_not_read_again(tmp_path: Path) -
     assert fragments.small_fragment_rows(dataset.get_fragments()[-1], {path: marked}, check=False)[
         "object_id"
     ].to_pylist() == ["s2"]
+
+
+def test_an_insert_with_a_repoint_fails_on_a_concurrent_update_of_other_fragments(tmp_path: Path) -> None:
+    """Two writers, each repointing a row of its own small fragment and inserting the same new row, both checked
+    against one version: a plain Update is rebased over the other (their fragments differ) and the row lands
+    twice; an inserting Update fails and leaves one row."""
+    schema = pa.schema([pa.field("object_id", pa.string())])
+    dataset = lance.write_dataset(pa.table({"object_id": ["big"]}, schema=schema), str(tmp_path))
+    for row in ("a", "b"):
+        written = fragments.write_rows(dataset, pa.table({"object_id": [row]}, schema=schema), None)
+        dataset = fragments.commit_append(dataset, written, None)
+    stale = copy.copy(dataset)
+
+    def repoint_and_insert(read: lance.LanceDataset, row: str, inserting: bool) -> lance.LanceDataset:
+        removed, updated, kept = fragments.fragments_holding(read, {row}, max_rows=2)
+        rows = pa.concat_tables([kept, pa.table({"object_id": [row, "new"]}, schema=schema)])
+        return fragments.commit_update(read, removed, updated, fragments.write_rows(read, rows, None), None, inserting)
+
+    repoint_and_insert(dataset, "a", inserting=True)
+    with pytest.raises(CommitConflictError):
+        repoint_and_insert(copy.copy(stale), "b", inserting=True)
+    assert sorted(lance.dataset(str(tmp_path)).to_table()["object_id"].to_pylist()) == ["a", "b", "big", "new"]
+
+    rebased = repoint_and_insert(copy.copy(stale), "b", inserting=False)  # what a plain Update does
+    assert sorted(rebased.to_table()["object_id"].to_pylist()) == ["a", "b", "big", "new", "new"]

@@ -18,6 +18,9 @@ from tests.s3.conftest import MotoServer, ObjectStore
 
 PROCESSES = 4
 VERSION_ROUNDS = 10
+# A contender that raises never reaches the barrier: the others' waits end here (BrokenBarrierError), and the
+# pool's map raises the first error, the contender's own, instead of the test hanging until pytest's timeout.
+BARRIER_SECONDS = 120.0
 
 
 @pytest.fixture
@@ -36,7 +39,7 @@ def pool() -> Iterator[tuple]:
 
 def _race(pool, function, *args) -> list:
     workers, manager = pool
-    barrier = manager.Barrier(PROCESSES)
+    barrier = manager.Barrier(PROCESSES, timeout=BARRIER_SECONDS)
     return workers.starmap(function, [(*args, barrier) for _ in range(PROCESSES)])
 
 
@@ -101,7 +104,7 @@ def test_version_race_one_winner_per_round(pool, s3_props, managed):
 
 def _race_rounds(pool, props, table) -> list:
     workers, manager = pool
-    barrier = manager.Barrier(PROCESSES)
+    barrier = manager.Barrier(PROCESSES, timeout=BARRIER_SECONDS)
     return workers.starmap(
         race_workers.version_rounds, [(props, table, VERSION_ROUNDS, w, barrier) for w in range(PROCESSES)]
     )
