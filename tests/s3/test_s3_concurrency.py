@@ -98,6 +98,8 @@ def test_version_race_one_winner_per_round(pool, s3_props, managed):
     assert visible_version(ns, table) == VERSION_ROUNDS + 1
     versions = ns.list_table_versions(ln.ListTableVersionsRequest(id=table)).versions
     assert [v.version for v in versions] == list(range(1, VERSION_ROUNDS + 2))
+    stored = [row.object_id for row in ns.manifest.query("object_type = 'table_version'")]
+    assert len(stored) == len(set(stored)) == (VERSION_ROUNDS + 1 if managed else 0), stored  # one row a version
     ids = sorted(lance.dataset(namespace_client=ns, table_id=table).to_table(columns=["id"])["id"].to_pylist())
     assert ids == sorted([-1] + [w * 1000 + r for r, w in enumerate(winners)]), "a committed round was lost"
 
