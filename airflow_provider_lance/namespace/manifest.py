@@ -361,8 +361,8 @@ class ManifestTable:
             paths = fragments.data_file_paths(written)
             self._written_rows = {paths[0]: table} if len(paths) == 1 else {}
             try:
-                commit = fragments.commit_update(dataset, removed, updated, written, options, inserting is not None)
-                return commit, None
+                inserts = inserting is not None
+                return fragments.commit_update(dataset, removed, updated, written, options, inserts), None
             except BaseException as error:
                 if not is_lost_response(error):  # no version holds them (a lost response's commit may)
                     fragments.delete_files(self.storage, MANIFEST_DIR, written)
