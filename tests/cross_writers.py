@@ -15,6 +15,7 @@ import lance_namespace as ln
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from tests.races import BARRIER_SECONDS
 
 KINDS = {"ours": DirectoryNamespace, "reference": ReferenceNamespace}
 
@@ -48,7 +49,7 @@ def race(props: dict[str, str], kinds: list[str], rounds: int) -> list[list[tupl
     """Run one worker per entry of ``kinds`` in its own spawned process; every worker's outcomes."""
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
-        barrier = manager.Barrier(len(kinds))
+        barrier = manager.Barrier(len(kinds), timeout=BARRIER_SECONDS)
         with context.Pool(len(kinds)) as pool:
             jobs = [
                 pool.apply_async(worker, (kind, props, f"{kind}{index}", rounds, barrier))

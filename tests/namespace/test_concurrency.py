@@ -30,6 +30,7 @@ from tests.namespace.helpers_versions import (
     version_rows,
     versions,
 )
+from tests.races import BARRIER_SECONDS
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
@@ -43,7 +44,7 @@ class Pool:
 
     def __init__(self, size: int) -> None:
         context = multiprocessing.get_context("spawn")
-        self.barrier = context.Barrier(size)
+        self.barrier = context.Barrier(size, timeout=BARRIER_SECONDS)
         self.results = context.Queue()
         self.queues = [context.Queue() for _ in range(size)]
         self.processes = [

@@ -14,6 +14,7 @@ import pytest
 from lance_namespace import LanceNamespaceError
 
 from airflow_provider_lance.namespace import DirectoryNamespace
+from tests.races import BARRIER_SECONDS
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
@@ -42,7 +43,7 @@ def test_drop_namespace_never_leaves_orphans(root: Path) -> None:
     ns.create_namespace({"id": ["warm"]})
     for round_number in range(ROUNDS):
         ns.create_namespace({"id": ["p"]})
-        barrier = context.Barrier(DECLARERS + 1)
+        barrier = context.Barrier(DECLARERS + 1, timeout=BARRIER_SECONDS)
         results = context.Queue()
         action = "declare" if round_number % 2 == 0 else "create"
         jobs = [(str(root), "drop", "", barrier, results)]

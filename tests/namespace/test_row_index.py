@@ -19,6 +19,7 @@ from airflow_provider_lance.namespace.identifiers import paginate
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, SCHEMA, TABLE, TABLE_VERSION
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
+from tests.races import BARRIER_SECONDS
 
 PARTS = ["a", "b", "a b", "a#", "a%", "é", "中", "z", "?", "aa", "1", "10", "9", "123456789012345678901"]
 TYPES = [NAMESPACE, TABLE, TABLE_VERSION]
@@ -275,7 +276,7 @@ def test_threads_share_one_sort_of_a_snapshot(monkeypatch: pytest.MonkeyPatch) -
     rows = random_rows(rng, row_index.TAIL_ROWS + 100, set())
     snapshot = Snapshot(1, {}, None, source=chunked(rows, rng))
     seen: list[RowIndex] = []
-    barrier = threading.Barrier(8)
+    barrier = threading.Barrier(8, timeout=BARRIER_SECONDS)
 
     def ask() -> None:
         barrier.wait()

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from airflow_provider_lance.namespace.shared_call import SharedCall
+from tests.races import BARRIER_SECONDS
 
 
 def _waiting(shared: SharedCall, callers: int, timeout: float = 10.0) -> None:
@@ -35,7 +36,7 @@ def test_overlapping_callers_share_calls_started_after_they_arrived() -> None:
     shared = SharedCall(listing)
     arrivals: dict[int, float] = {}
     answers: dict[int, float] = {}
-    barrier = threading.Barrier(32)
+    barrier = threading.Barrier(32, timeout=BARRIER_SECONDS)
 
     def caller(index: int) -> None:
         barrier.wait()

@@ -15,6 +15,7 @@ import lance_namespace as ln
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.rest import create_app
 from airflow_provider_lance.rest.client import RestNamespace
+from tests.races import BARRIER_SECONDS
 from tests.rest.servers import serve_app, serve_namespace
 
 
@@ -30,7 +31,7 @@ def test_each_concurrent_request_gets_its_own_answer(root: Path) -> None:
             outcomes[kind] += 1
 
     with serve_namespace(engine) as url:
-        barrier = threading.Barrier(48)
+        barrier = threading.Barrier(48, timeout=BARRIER_SECONDS)
 
         def client(index: int) -> None:
             namespace = RestNamespace(uri=url)

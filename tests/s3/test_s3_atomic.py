@@ -13,6 +13,7 @@ import pytest
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace import storage as storage_module
 from airflow_provider_lance.namespace.storage import PROBE_PREFIX, Storage
+from tests.races import BARRIER_SECONDS
 from tests.s3.conftest import ObjectStore
 
 
@@ -59,7 +60,7 @@ def test_sixteen_way_race_has_one_winner(s3_props, rounds):
     storages[0].put_if_not_exists("warm-up", b"x")  # the once-per-process endpoint check, outside the race
     for round_number in range(rounds):
         key = f"race/{round_number}"
-        barrier = threading.Barrier(16)
+        barrier = threading.Barrier(16, timeout=BARRIER_SECONDS)
         results: list[tuple[int, bool]] = []
 
         threads = [threading.Thread(target=_contend, args=(storages[i], i, key, barrier, results)) for i in range(16)]

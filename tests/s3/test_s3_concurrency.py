@@ -13,14 +13,12 @@ import pytest
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.manifest_rows import sql_string
 from tests.fault_storage import rows, visible_version
+from tests.races import BARRIER_SECONDS
 from tests.s3 import race_workers
 from tests.s3.conftest import MotoServer, ObjectStore
 
 PROCESSES = 4
 VERSION_ROUNDS = 10
-# A contender that raises never reaches the barrier: the others' waits end here (BrokenBarrierError), and the
-# pool's map raises the first error, the contender's own, instead of the test hanging until pytest's timeout.
-BARRIER_SECONDS = 120.0
 
 
 @pytest.fixture

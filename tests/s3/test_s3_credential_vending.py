@@ -24,6 +24,7 @@ from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.namespace.credentials import CredentialVendor, iam_escape
 from airflow_provider_lance.namespace.vended import refresh_point_millis
 from tests.iam_policy import allows
+from tests.races import BARRIER_SECONDS
 from tests.s3.conftest import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, MotoServer
 
 pytestmark = pytest.mark.s3
@@ -203,7 +204,7 @@ def test_cache_renews_at_the_refresh_fraction_and_never_hands_out_an_expired_cre
 def test_concurrent_callers_share_one_assume_role(vending: DirectoryNamespace) -> None:
     vending.declare_table(ln.DeclareTableRequest(id=["t"], vend_credentials=False))
     calls = vending.catalog.vendor.assume_role_calls
-    barrier = threading.Barrier(16)
+    barrier = threading.Barrier(16, timeout=BARRIER_SECONDS)
 
     def describe(_: int) -> str:
         barrier.wait()
