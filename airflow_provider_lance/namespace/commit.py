@@ -24,7 +24,7 @@ from airflow_provider_lance.namespace.concurrency import map_concurrently
 from airflow_provider_lance.namespace.external_reader import defer_repoint, finalize, manifests_differ, repoint
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow, version_metadata
-from airflow_provider_lance.namespace.storage import is_transient_error
+from airflow_provider_lance.namespace.storage_errors import is_transient_error
 from airflow_provider_lance.namespace.version_lines import (
     file_version,
     is_main,

@@ -16,7 +16,7 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace import version_lines, versions
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.external_reader import finish_pending
-from airflow_provider_lance.namespace.storage import is_not_found_error
+from airflow_provider_lance.namespace.storage_errors import is_not_found_error
 
 # Phrases of pylance's error messages (its Python exceptions carry no kind) and what they mean.
 _INVALID_INPUT = (
