@@ -29,16 +29,11 @@ from airflow_provider_lance.namespace.commit import (
     version_conflict,
     version_rows_to_insert,
 )
+from airflow_provider_lance.namespace.delete_versions import versions_in_ranges
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, ManifestRow, RowSelection
 from airflow_provider_lance.namespace.tables import declared_response, reserve_table
-from airflow_provider_lance.namespace.versions import (
-    is_main,
-    naming_scheme,
-    version_names,
-    version_rows,
-    versions_in_ranges,
-)
+from airflow_provider_lance.namespace.version_lines import is_main, naming_scheme, version_names, version_rows
 
 _KINDS = ("declare_table", "create_table_version", "delete_table_versions", "deregister_table")
 

@@ -36,7 +36,7 @@ from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import RESERVED_MARKER, Catalog
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION, ManifestRow
 from airflow_provider_lance.namespace.snapshots import COLUMNS, fragment_keys
-from airflow_provider_lance.namespace.storage import is_not_found_error
+from airflow_provider_lance.namespace.storage_errors import is_not_found_error
 from airflow_provider_lance.namespace.tuning import CHANGES_LIMIT, CHANGES_VERSIONS_PER_POLL
 
 # Kinds of change (``Event.kind``).

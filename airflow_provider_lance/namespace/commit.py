@@ -1,10 +1,10 @@
 """Committing table versions: CreateTableVersion and BatchCreateTableVersions (seed 000), with the commit
-protocol of seed 003 (the reader side is in versions.py).
+protocol of seed 003 (the reader side is in external_reader.py).
 
 Without table version management a version is committed by copying its staged manifest to the final name with
 put-if-not-exists, table by table. With it: (1) the caller has staged the manifests; (2) one insert of every
 entry's ``table_version`` row is the commit point, all or nothing; (3) each staged manifest is copied to its
-final name; (4) the rows are repointed. A crash after (2) is finished by the next reader (versions.finish).
+final name; (4) the rows are repointed. A crash after (2) is finished by the next reader (external_reader.finish).
 """
 
 from __future__ import annotations
@@ -21,24 +21,20 @@ from airflow_provider_lance.namespace import feature_flags
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.concurrency import map_concurrently
+from airflow_provider_lance.namespace.external_reader import defer_repoint, finalize, manifests_differ, repoint
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE_VERSION, ManifestRow, version_metadata
-from airflow_provider_lance.namespace.storage import is_transient_error
-from airflow_provider_lance.namespace.versions import (
-    commit_names,
-    defer_repoint,
+from airflow_provider_lance.namespace.storage_errors import is_transient_error
+from airflow_provider_lance.namespace.version_lines import (
     file_version,
-    finalize,
     is_main,
-    latest_number,
     locate_line,
-    manifests_differ,
     naming_scheme,
-    repoint,
     table_version_from,
     version_files,
     version_line,
 )
+from airflow_provider_lance.namespace.versions import commit_names, latest_number
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +225,7 @@ def version_conflict(error: DuplicateObjectError) -> ln.ConcurrentModificationEr
 def finish_versions(catalog: Catalog, entries: list[VersionEntry], rows: list[ManifestRow]) -> list[ln.TableVersion]:
     """Steps (3) and (4) after the commit point: copy each staged manifest to its final name, then repoint the
     rows in one commit; the repoint of a single version rides on the next ``__manifest`` insert of this
-    instance instead (``versions.defer_repoint``: a row pointing at a staged manifest whose copy is there is a
+    instance instead (``external_reader.defer_repoint``: a row pointing at a staged manifest whose copy is there is a
     committed version to every reader), so that a version costs one ``__manifest`` commit, not two. The
     versions are committed whatever happens here, so a store that stops answering does not fail the operation
     (its caller would believe nothing was committed): a version whose copy failed keeps pointing at its staged

@@ -38,7 +38,8 @@ from airflow_provider_lance.namespace.manifest_rows import (
 )
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import COLUMNS, Snapshot, SnapshotStore
-from airflow_provider_lance.namespace.storage import Storage, is_lost_response
+from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage_errors import is_lost_response
 from airflow_provider_lance.namespace.tuning import COMMIT_BACKOFF_SECONDS, MERGE_INSERT_RETRIES, SMALL_FRAGMENT_ROWS
 from airflow_provider_lance.namespace.writers_turn import Request, WritersTurn
 

@@ -1,8 +1,9 @@
 """``DirectoryNamespace``: the Lance Directory Namespace (seed 000) as a ``lance_namespace.LanceNamespace``.
 
 A thin facade: each spec operation is a function of the module named after its area (namespaces.py,
-tables.py, versions.py, commit.py), and :func:`~airflow_provider_lance.namespace.operation.operation` makes it
-a method (request coercion, error codes, thread hand-off).
+tables.py, versions.py, delete_versions.py, commit.py), and
+:func:`~airflow_provider_lance.namespace.operation.operation` makes it a method (request coercion, error codes,
+thread hand-off).
 """
 
 from __future__ import annotations
@@ -11,7 +12,16 @@ from typing import Any
 
 import lance_namespace as ln
 
-from airflow_provider_lance.namespace import batch_commit, commit, namespaces, rename, tables, versions
+from airflow_provider_lance.namespace import (
+    batch_commit,
+    commit,
+    delete_versions,
+    external_reader,
+    namespaces,
+    rename,
+    tables,
+    versions,
+)
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.changes import ChangeFeed, ChangesPage
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
@@ -46,7 +56,7 @@ class DirectoryNamespace(ln.LanceNamespace):
             namespace_errors("finalize_pending_versions", self.catalog.storage.root),
             self.catalog.manifest.operation(),
         ):
-            return versions.finish_all_pending(self.catalog)
+            return external_reader.finish_all_pending(self.catalog)
 
     def declare_tables(self, requests: list[Any]) -> list[Any]:
         """DeclareTable for many requests in one call (models or dicts), their rows in one ``__manifest``
@@ -73,7 +83,7 @@ class DirectoryNamespace(ln.LanceNamespace):
             namespace_errors("batch_delete_table_versions", self.catalog.storage.root),
             self.catalog.manifest.operation(),
         ):
-            return versions.batch_delete_versions_of_tables(self.catalog, parsed)
+            return delete_versions.batch_delete_versions_of_tables(self.catalog, parsed)
 
     def changes(self, since: str | None = None, limit: int | None = None, back: int | None = None) -> ChangesPage:
         """The catalog's change feed (ours, not the spec's; docs/change-feed.md): every commit to ``__manifest``
@@ -112,7 +122,7 @@ class DirectoryNamespace(ln.LanceNamespace):
     batch_create_table_versions = operation(commit.batch_create_table_versions)
     list_table_versions = operation(versions.list_table_versions)
     describe_table_version = operation(versions.describe_table_version)
-    batch_delete_table_versions = operation(versions.batch_delete_table_versions)
+    batch_delete_table_versions = operation(delete_versions.batch_delete_table_versions)
     batch_commit_tables = operation(batch_commit.batch_commit_tables)
 
     # data plane

@@ -17,8 +17,8 @@ import pydantic
 
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.concurrency import run_on_python_thread
-from airflow_provider_lance.namespace.storage import is_denied_error, is_transient_error, root_problem
-from airflow_provider_lance.namespace.versions import is_main
+from airflow_provider_lance.namespace.storage_errors import is_denied_error, is_transient_error, root_problem
+from airflow_provider_lance.namespace.version_lines import is_main
 
 # Operations for which the reference's Python API takes a dict and answers a dict (measured: pylance 14's
 # ``lance.namespace.DirectoryNamespace``); ours answers a dict request with a dict there too.

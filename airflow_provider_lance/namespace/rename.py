@@ -7,7 +7,7 @@ from __future__ import annotations
 import lance_namespace as ln
 
 from airflow_provider_lance.namespace import identifiers as ids
-from airflow_provider_lance.namespace import versions
+from airflow_provider_lance.namespace import version_lines
 from airflow_provider_lance.namespace.catalog import DEREGISTERED_MARKER, MARKER_CONTENT, Catalog
 from airflow_provider_lance.namespace.manifest import DuplicateObjectError
 from airflow_provider_lance.namespace.manifest_rows import TABLE, TABLE_VERSION, ManifestRow, RowSelection
@@ -36,7 +36,7 @@ def rename_table(catalog: Catalog, request: ln.RenameTableRequest) -> ln.RenameT
     renamed = [ManifestRow(new_oid, TABLE, table.location, table.row.metadata)]
     renamed += [
         ManifestRow(ids.version_object_id(new_parts, version), TABLE_VERSION, None, row.metadata)
-        for version, row in versions.version_rows(catalog, [table])[0].items()
+        for version, row in version_lines.version_rows(catalog, [table])[0].items()
     ]
     try:
         catalog.manifest.insert(renamed, replacing=RowSelection.table_and_versions(table.object_id).sql())

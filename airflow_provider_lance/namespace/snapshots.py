@@ -40,7 +40,8 @@ from airflow_provider_lance.namespace.identifiers import (
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.rows_store import RowsStore
 from airflow_provider_lance.namespace.shared_call import SharedCall
-from airflow_provider_lance.namespace.storage import Storage, is_not_found_error
+from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage_errors import is_not_found_error
 from airflow_provider_lance.namespace.tuning import (
     POINT_READ_ROWS,
     POINT_READS,

@@ -15,8 +15,8 @@ import lance_namespace as ln
 import pyarrow as pa
 from lance_namespace_urllib3_client.models import TableBasicStats
 
+from airflow_provider_lance.namespace import external_reader, version_lines, versions
 from airflow_provider_lance.namespace import identifiers as ids
-from airflow_provider_lance.namespace import versions
 from airflow_provider_lance.namespace.catalog import (
     DEREGISTERED_MARKER,
     MARKER_CONTENT,
@@ -165,7 +165,9 @@ def list_tables(catalog: Catalog, request: ln.ListTablesRequest) -> ln.ListTable
         known = set(names)
         names = iter(known.union(_v1_table_names(catalog, known)))
     if request.include_declared is False:
-        names = (name for name in names if versions.has_manifests(catalog, catalog.find_table([*parts, name], False)))
+        names = (
+            name for name in names if version_lines.has_manifests(catalog, catalog.find_table([*parts, name], False))
+        )
     if merged:
         page, token = ids.paginate(names, request.page_token, request.limit)
     else:
@@ -205,11 +207,11 @@ def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.Des
         if request.version is not None or request.branch is not None:
             raise ln.InvalidInputError("DescribeTable takes a tag, or a version and a branch: not both")
         version, branch = tag_target(open_dataset(catalog, table), table, request.tag)
-    line, managed = versions.branch_line(catalog, table, branch)  # the table itself, or its branch
+    line, managed = version_lines.branch_line(catalog, table, branch)  # the table itself, or its branch
     if version is None and managed:  # the latest number from the rows and one names-only listing
         version = versions.known_versions(catalog, line, managed).latest
     else:
-        versions.finish_pending(catalog, table)  # the main line's rows (a branch has none)
+        external_reader.finish_pending(catalog, table)  # the main line's rows (a branch has none)
     response = ln.DescribeTableResponse(
         table=parts[-1],
         namespace=parts[:-1],
@@ -226,13 +228,13 @@ def describe_table(catalog: Catalog, request: ln.DescribeTableRequest) -> ln.Des
     if request.load_detailed_metadata is False:
         response.version = version
         if request.check_declared and version is None:  # answered only when asked, as the reference does
-            response.is_only_declared = not versions.has_manifests(catalog, line)
+            response.is_only_declared = not version_lines.has_manifests(catalog, line)
         return response
     # A declared table (no manifest yet) is answered from one listing instead of a failed open; a managed
     # table without a version (no row, no file) has none to open either.
-    declared_only = version is None and (managed or not versions.has_manifests(catalog, line))
+    declared_only = version is None and (managed or not version_lines.has_manifests(catalog, line))
     # A managed version's schema is known from an earlier describe of the same row (no pylance open).
-    row = versions.version_line(catalog, line).rows.get(version) if managed and version is not None else None
+    row = version_lines.version_line(catalog, line).rows.get(version) if managed and version is not None else None
     key = (catalog.storage.uri(line.location), version, row[1]) if row and not request.load_detailed_metadata else None
     schema = _SCHEMAS.get(key) if key else None
     if schema is not None:
@@ -266,7 +268,7 @@ def table_exists(catalog: Catalog, request: ln.TableExistsRequest) -> ln.TableEx
     if listed and catalog.v1_table(parts) is not None:
         return ln.TableExistsResponse()  # a root table found by its directory listing exists anyway
     table = catalog.find_table(parts, listed=listed)  # no second listing of a root table just listed
-    versions.finish_pending(catalog, table)
+    external_reader.finish_pending(catalog, table)
     if request.version is not None:
         versions.describe(catalog, table, request.version, catalog.managed())
     return ln.TableExistsResponse()
@@ -352,7 +354,7 @@ def drop_table(catalog: Catalog, request: ln.DropTableRequest) -> ln.DropTableRe
             raise ln.InternalError(f"Drop of '{table.object_id}' left files behind; retry the drop")
         # A table found by directory listing has no table row but may have table_version rows (managed commits
         # through this engine): left behind, they would block commits to a re-created table.
-        if catalog.config.manifest_enabled and versions.version_rows(catalog, [table])[0]:
+        if catalog.config.manifest_enabled and version_lines.version_rows(catalog, [table])[0]:
             catalog.manifest.delete_table_versions(table.object_id)
     return ln.DropTableResponse(id=parts, location=storage.uri(table.location), properties=table.properties)
 

@@ -27,6 +27,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from airflow_provider_lance.page import feed
 from airflow_provider_lance.page.catalog import RUN_SCAN_LIMIT, CatalogReader
 from airflow_provider_lance.page.chart import growth_chart
 from airflow_provider_lance.utils.http_status import status_of
@@ -206,8 +207,8 @@ def namespace_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
     feed_ns = namespace_id or _identifier(page.request.query_params.get("feed_ns") or "")
     since, wait = page.request.query_params.get("since"), page.request.query_params.get("wait")
     if since and wait:  # the page's refresh: answer once a change lands (or the wait is over)
-        reader.wait_for_change(feed_ns, since, _seconds(wait))
-    changes, cursor = reader.latest_changes(feed_ns)
+        feed.wait_for_change(reader.namespace, feed_ns, since, _seconds(wait))
+    changes, cursor = feed.latest_changes(reader.namespace, feed_ns)
     refresh = None
     if cursor is not None and not query and token is None:
         path = "/namespace" if namespace_id else "/"
@@ -241,7 +242,7 @@ def table_view(app: CatalogPage, page: PageContext) -> HTMLResponse:
     table_id = _table_id(page)
     summary = page.reader.table(table_id)
     recent, _ = page.reader.history(table_id, None, limit=5) if not summary.declared_only else ([], None)
-    changes, _ = page.reader.latest_changes(table_id[:-1], table_id)
+    changes, _ = feed.latest_changes(page.reader.namespace, table_id[:-1], table_id)
     return app.render(page, "table.html", table_id=table_id, table=summary, recent=recent, changes=changes)
 
 

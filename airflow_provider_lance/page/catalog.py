@@ -1,20 +1,16 @@
-"""What the catalog page shows, read from any ``lance_namespace.LanceNamespace`` (read-only calls only).
+"""What the catalog page reads from any ``lance_namespace.LanceNamespace`` (read-only calls only), per request.
 
 Namespaces, tables, versions and their run metadata come from the namespace's read operations (list, describe);
 what a version holds (rows, size, operation, schema) and what Lance keeps in the dataset itself (tags, branches,
-indices) come from the table's own Lance files, opened with pylance. Committed manifests never change, so what
-is read from one is cached by (location, version). Storage options are used to open files and are never part of
-anything returned here.
+indices) come from the table's own Lance files, opened with pylance (lance_files.py reads and caches what a
+manifest says). The values returned are models.py's; the change feed is feed.py's. Storage options are used to
+open files and are never part of anything returned here.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,10 +20,11 @@ from lance_namespace import LanceNamespace
 
 from airflow_provider_lance.implementations import pages
 from airflow_provider_lance.namespace.changes import RUN_KEY_METADATA
-from airflow_provider_lance.namespace.changes import Run as CommittingRun
 from airflow_provider_lance.namespace.identifiers import VERSIONS_DIR, parse_staged_manifest_name
 from airflow_provider_lance.namespace.storage import Storage, normalize_root
 from airflow_provider_lance.namespace.vended import VendedCredentials
+from airflow_provider_lance.page import lance_files
+from airflow_provider_lance.page.models import Run, RunCommit, SchemaDiff, TableLine, TableSummary, VersionRow
 from airflow_provider_lance.staging.runs import run_versions
 
 log = logging.getLogger(__name__)
@@ -42,158 +39,8 @@ SEARCH_SCAN_LIMIT = 100_000
 SEARCH_RESULTS = 100
 #: The run page looks at most this many tables when it is not told which tables the run committed.
 RUN_SCAN_LIMIT = 500
-#: The latest changes are read from this many ``__manifest`` versions back, and at most FEED_LINES shown.
-FEED_VERSIONS = 200
-FEED_LINES = 50
-#: A page waiting for the next change (its refresh) looks this often (over REST the server long-polls instead).
-FEED_POLL_SECONDS = 0.5
 # Names per list call when the page reads many (counting, searching): one call for a namespace of 10,000 tables.
 _LIST_PAGE = 10_001
-# Committed manifests never change: what was read from them is kept (oldest entries dropped first).
-_CACHE_SIZE = 4096
-_SUMMARIES_SIZE = 64
-_CACHE_LOCK = threading.Lock()
-_OPERATIONS: dict[tuple[str, int], str | None] = {}
-_SUMMARIES: dict[tuple[str, int], dict[int, tuple[int | None, int | None]]] = {}
-
-
-# -- what the page shows ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Run:
-    """The Airflow DAG run (and task) that committed a version, parsed from the version's metadata."""
-
-    run: str
-    dag_id: str
-    run_id: str
-    task_id: str | None
-
-    @classmethod
-    def from_metadata(cls, metadata: Mapping[str, str] | None) -> Run | None:
-        """Return the run recorded in version metadata, None when the version records none.
-
-        :param metadata: the version's metadata.
-        """
-        found = CommittingRun.of(metadata)
-        if found is None:
-            return None
-        return cls(f"{found.dag_id}/{found.run_id}", found.dag_id, found.run_id, found.task_id)
-
-
-@dataclass
-class ChangeLine:
-    """One commit of the catalog's change feed, as one line (a multi-table batch is one line).
-
-    :param timestamp: when it was committed.
-    :param versions: each table whose versions it created, with those versions.
-    :param others: its other events: (kind in words, object id, former id of a renamed table).
-    :param run: the Airflow run that committed it.
-    """
-
-    timestamp: datetime
-    versions: list[tuple[list[str], list[int]]]
-    others: list[tuple[str, list[str], list[str] | None]]
-    run: Run | None
-
-
-@dataclass
-class TableLine:
-    """A table in its namespace's list: its latest version and what committed it (None: not known)."""
-
-    name: str
-    version: VersionRow | None = None
-
-
-@dataclass
-class VersionRow:
-    """One line of a version history."""
-
-    version: int
-    timestamp: datetime | None
-    tags: list[str] = field(default_factory=list)
-    rows: int | None = None
-    size: int | None = None
-    operation: str | None = None
-    run: Run | None = None
-    state: str = "committed"
-
-
-@dataclass
-class TableSummary:
-    """The table page: what the namespace and the latest version say about a table."""
-
-    table_id: list[str]
-    location: str | None
-    version: int | None
-    managed_versioning: bool | None
-    schema: list[tuple[str, str, bool]] = field(default_factory=list)
-    rows: int | None = None
-    size: int | None = None
-    tags: dict[str, int | None] | None = None
-    branches: list[str] | None = None
-    indices: list[str] | None = None
-    declared_only: bool = False
-
-
-@dataclass
-class SchemaDiff:
-    """Two versions side by side."""
-
-    left: VersionRow
-    right: VersionRow
-    added: list[tuple[str, str]]
-    removed: list[tuple[str, str]]
-    changed: list[tuple[str, str, str]]
-    unchanged: list[tuple[str, str]]
-
-
-@dataclass
-class RunCommit:
-    """What one task of a run committed: one line per batch (all tables of one commit task)."""
-
-    task_id: str | None
-    timestamp: datetime | None
-    versions: list[tuple[list[str], int]]
-
-
-_KIND_WORDS = {
-    "namespace_created": "namespace created",
-    "namespace_dropped": "namespace dropped",
-    "table_declared": "table declared",
-    "table_registered": "table registered",
-    "table_created": "table created",
-    "table_renamed": "table renamed",
-    "table_deregistered": "table deregistered",
-    "table_dropped": "table dropped",
-    "version_deleted": "version deleted",
-}
-
-
-def _below(object_id: Sequence[str] | None, namespace_id: Sequence[str]) -> bool:
-    return object_id is not None and list(object_id[: len(namespace_id)]) == list(namespace_id)
-
-
-def _change_line(change: Any, namespace_id: Sequence[str], table_id: Sequence[str] | None) -> ChangeLine | None:
-    """A change of the feed as one line, keeping the events at or below the namespace (of the table)."""
-    versions: dict[tuple[str, ...], list[int]] = {}
-    others: list[tuple[str, list[str], list[str] | None]] = []
-    run = None
-    for event in change.events:
-        if table_id is not None and list(table_id) not in (event.id, event.previous_id):
-            continue
-        if not (_below(event.id, namespace_id) or _below(event.previous_id, namespace_id)):
-            continue
-        if event.kind == "version_created":
-            versions.setdefault(tuple(event.id), []).append(event.version)
-            run = run or Run.from_metadata(event.metadata)
-        else:
-            word = f"{_KIND_WORDS.get(event.kind, event.kind)} (v{event.version})" if event.version else None
-            others.append((word or _KIND_WORDS.get(event.kind, event.kind), event.id, event.previous_id))
-    if not versions and not others:
-        return None
-    stamp = datetime.fromisoformat(change.timestamp)
-    return ChangeLine(stamp, [(list(t), v) for t, v in versions.items()], others, run)
 
 
 def _timestamp(millis: int | None) -> datetime | None:
@@ -202,29 +49,6 @@ def _timestamp(millis: int | None) -> datetime | None:
 
 def _field(value: Any, name: str) -> Any:
     return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
-
-
-def _schema_fields(schema: Any) -> list[tuple[str, str, bool]]:
-    return [(f.name, str(f.type), bool(f.nullable)) for f in schema]
-
-
-def _operation(dataset: lance.LanceDataset, version: int) -> str | None:
-    """Return the operation that made a version (``Append``, ``Overwrite``, ``Restore`` ...), read once."""
-    key = (dataset.uri, version)
-    if key in _OPERATIONS:
-        return _OPERATIONS.get(key)
-    transaction = dataset.read_transaction(version)
-    operation = type(transaction.operation).__name__ if transaction is not None else None
-    _remember(_OPERATIONS, key, operation)
-    return operation
-
-
-def _remember(cache: dict[Any, Any], key: Any, value: Any, size: int = _CACHE_SIZE) -> None:
-    """Keep ``value`` under ``key``, dropping the oldest entry of a full cache (requests run on many threads)."""
-    with _CACHE_LOCK:
-        if key not in cache and len(cache) >= size:
-            cache.pop(next(iter(cache)))
-        cache[key] = value
 
 
 class CatalogReader:
@@ -297,54 +121,6 @@ class CatalogReader:
                 if len(found) >= SEARCH_RESULTS:
                     break
         return found
-
-    # ------------------------------------------------------------------ the change feed
-
-    def latest_changes(
-        self, namespace_id: Sequence[str], table_id: Sequence[str] | None = None
-    ) -> tuple[list[ChangeLine], str | None]:
-        """Return the latest changes at or below a namespace (or of one table), newest first, and the feed's cursor
-        (None when the namespace has no change feed: another implementation, or no ``__manifest``).
-
-        :param namespace_id: the namespace (``[]``: the whole catalog).
-        :param table_id: only the changes of this table.
-        """
-        changes = getattr(self.namespace, "changes", None)
-        if changes is None:
-            return [], None
-        try:
-            page = changes(back=FEED_VERSIONS, limit=FEED_VERSIONS)
-        except (ln.LanceNamespaceError, AttributeError) as error:  # no feed here (another server, no manifest)
-            log.debug("No change feed: %s", error)
-            return [], None
-        lines = []
-        for change in reversed(page.changes):
-            line = _change_line(change, namespace_id, table_id)
-            if line is not None:
-                lines.append(line)
-        return lines[:FEED_LINES], page.cursor
-
-    def wait_for_change(self, namespace_id: Sequence[str], since: str, seconds: float) -> None:
-        """Return once a change at or below the namespace lands after ``since`` (or ``seconds`` pass): the
-        page's refresh. Over our REST server the server long-polls; elsewhere the feed is polled.
-
-        :param namespace_id: the namespace.
-        :param since: the cursor the page was rendered at.
-        :param seconds: the longest wait.
-        """
-        changes = self.namespace.changes
-        deadline = time.monotonic() + seconds
-        long_poll = "wait" in inspect.signature(changes).parameters
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                page = changes(since=since, wait=left) if long_poll else changes(since=since)
-            except ln.LanceNamespaceError:  # a cursor too old or not the feed's: render the page anew
-                return
-            if any(_change_line(change, namespace_id, None) for change in page.changes):
-                return
-            since = page.cursor
-            if not long_poll and not page.more:
-                time.sleep(min(FEED_POLL_SECONDS, max(left, 0)))
 
     def table_lines(self, namespace_id: Sequence[str], names: Sequence[str]) -> list[TableLine]:
         """Return each table of a namespace page with its latest version's line (rows, commit time, run).
@@ -444,8 +220,8 @@ class CatalogReader:
         if summary.declared_only:
             return summary
         dataset = self.dataset(table_id)
-        summary.schema = _schema_fields(dataset.schema)
-        summary.rows, summary.size = _totals(dataset, dataset.version)
+        summary.schema = lance_files.schema_fields(dataset.schema)
+        summary.rows, summary.size = lance_files.totals(dataset, dataset.version)
         summary.tags = self.tags(table_id)
         summary.branches = sorted(dataset.branches.list())
         summary.indices = [
@@ -482,11 +258,11 @@ class CatalogReader:
                 )
             )
         except ln.UnsupportedOperationError:  # a metadata-only catalog (Glue, Hive): the table's own versions
-            versions, token = _dataset_versions(dataset, limit), None
+            versions, token = lance_files.dataset_versions(dataset, limit), None
         else:
             token = response.page_token if response.page_token != page_token else None
             versions = sorted(response.versions or [], key=lambda v: -int(v.version))
-        summaries = _summaries(dataset)
+        summaries = lance_files.summaries(dataset)
         tagged: dict[int | None, list[str]] = {}
         for name, number in self.tags(table_id).items():
             tagged.setdefault(number, []).append(name)
@@ -496,7 +272,7 @@ class CatalogReader:
             row = VersionRow(number, _timestamp(version.timestamp_millis), run=Run.from_metadata(version.metadata))
             row.tags = tagged.get(number, [])
             row.rows, row.size = summaries.get(number, (None, None))
-            row.operation = _operation(dataset, number) if number <= dataset.version else None
+            row.operation = lance_files.operation(dataset, number) if number <= dataset.version else None
             rows.append(row)
         if not page_token:
             latest = max((r.version for r in rows), default=0)
@@ -526,7 +302,7 @@ class CatalogReader:
 
         :param table_id: the table.
         """
-        summaries = _summaries(self.dataset(table_id))
+        summaries = lance_files.summaries(self.dataset(table_id))
         return [(version, *summaries[version]) for version in sorted(summaries)]
 
     def version(self, table_id: Sequence[str], number: int) -> VersionRow:
@@ -541,8 +317,8 @@ class CatalogReader:
         version = response.version
         dataset = self.dataset(table_id, number)
         row = VersionRow(number, _timestamp(version.timestamp_millis), run=Run.from_metadata(version.metadata))
-        row.rows, row.size = _totals(dataset, number)
-        row.operation = _operation(dataset, number)
+        row.rows, row.size = lance_files.totals(dataset, number)
+        row.operation = lance_files.operation(dataset, number)
         return row
 
     def diff(self, table_id: Sequence[str], left: int, right: int) -> SchemaDiff:
@@ -554,7 +330,8 @@ class CatalogReader:
         """
         rows = self.version(table_id, left), self.version(table_id, right)  # a missing version: not found
         old, new = (
-            {name: kind for name, kind, _ in _schema_fields(self.dataset(table_id, v).schema)} for v in (left, right)
+            {name: kind for name, kind, _ in lance_files.schema_fields(self.dataset(table_id, v).schema)}
+            for v in (left, right)
         )
         return SchemaDiff(
             left=rows[0],
@@ -606,41 +383,3 @@ class CatalogReader:
             found.extend([*namespace_id, name] for name in self._table_names(namespace_id, limit - len(found)))
             pending.extend([*namespace_id, child] for child in self.child_namespaces(namespace_id))
         return found[:limit], bool(pending) or len(found) >= limit
-
-
-def _dataset_versions(dataset: lance.LanceDataset, limit: int) -> list[ln.TableVersion]:
-    """The newest ``limit`` versions a dataset lists itself, as the namespace would list them."""
-    newest = sorted(dataset.versions(), key=lambda entry: -int(entry["version"]))[:limit]
-    return [
-        ln.TableVersion(
-            version=int(entry["version"]),
-            manifest_path=f"{dataset.uri}/_versions",
-            timestamp_millis=int(entry["timestamp"].timestamp() * 1000),
-        )
-        for entry in newest
-    ]
-
-
-def _totals(dataset: lance.LanceDataset, version: int) -> tuple[int | None, int | None]:
-    """Return ``(rows, size in bytes)`` of one version (from its manifest's summary, else its fragments)."""
-    summary = _summaries(dataset).get(version)
-    if summary and summary[0] is not None:
-        return summary
-    checked_out = dataset if dataset.version == version else dataset.checkout_version(version)
-    return checked_out.count_rows(), None
-
-
-def _summaries(dataset: lance.LanceDataset) -> dict[int, tuple[int | None, int | None]]:
-    """Return ``{version: (rows, size)}`` of every version of a dataset (from each manifest's summary), read once
-    per (location, latest version): a new version reads them again."""
-    key = (dataset.uri, dataset.latest_version)
-    cached = _SUMMARIES.get(key)
-    if cached is not None:
-        return cached
-    result = {}
-    for entry in dataset.versions():
-        metadata = entry.get("metadata") or {}
-        rows, size = metadata.get("total_rows"), metadata.get("total_files_size")
-        result[int(entry["version"])] = (int(rows) if rows else None, int(size) if size else None)
-    _remember(_SUMMARIES, key, result, _SUMMARIES_SIZE)
-    return result

@@ -178,7 +178,7 @@ def test_a_branch_read_finishes_a_pending_main_line_commit_in_the_main_line(mana
     """A main-line commit that stopped after its row is finished by a DescribeTable of a branch too, into the
     main line's ``_versions/`` (never the branch's)."""
     from airflow_provider_lance.namespace import commit
-    from airflow_provider_lance.namespace.versions import table_version_from
+    from airflow_provider_lance.namespace.version_lines import table_version_from
 
     ns, location = managed
     lance.dataset(namespace_client=ns, table_id=TABLE).create_branch("dev")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from airflow_provider_lance.page.catalog import Run
 from airflow_provider_lance.page.chart import HEIGHT, MAX_POINTS, PAD, WIDTH, growth_chart
+from airflow_provider_lance.page.models import Run
 
 
 def test_chart_spans_the_frame_and_samples_long_histories() -> None:

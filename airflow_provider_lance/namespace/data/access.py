@@ -13,10 +13,10 @@ import lance_namespace as ln
 import pyarrow as pa
 
 from airflow_provider_lance.namespace import identifiers as ids
-from airflow_provider_lance.namespace import versions
+from airflow_provider_lance.namespace import version_lines, versions
 from airflow_provider_lance.namespace.catalog import Catalog, Table
-from airflow_provider_lance.namespace.storage import is_not_found_error
-from airflow_provider_lance.namespace.versions import finish_pending
+from airflow_provider_lance.namespace.external_reader import finish_pending
+from airflow_provider_lance.namespace.storage_errors import is_not_found_error
 
 # Phrases of pylance's error messages (its Python exceptions carry no kind) and what they mean.
 _INVALID_INPUT = (
@@ -97,7 +97,7 @@ def table_dataset(catalog: Catalog, table: Table, version: int | None = None) ->
     dataset = open_dataset(catalog, table, version)
     if dataset is not None:
         return dataset
-    if version is not None and versions.has_manifests(catalog, table):
+    if version is not None and version_lines.has_manifests(catalog, table):
         raise ln.TableVersionNotFoundError(f"Table version not found: '{table.object_id}' v{version}")
     raise ln.TableNotFoundError(f"Table '{table.object_id}' has no data (it is only declared)")
 
@@ -106,7 +106,7 @@ def read_dataset(
     catalog: Catalog, table: Table, version: int | None = None, branch: str | None = None
 ) -> lance.LanceDataset:
     """The dataset a read request names: the main line, or ``branch`` (its latest, or ``version`` of it)."""
-    if versions.is_main(branch):
+    if version_lines.is_main(branch):
         return table_dataset(catalog, table, version)
     dataset = table_dataset(catalog, table)
     check_branch(dataset, table, branch)
@@ -116,13 +116,13 @@ def read_dataset(
 
 def write_dataset(catalog: Catalog, table: Table, branch: str | None = None) -> lance.LanceDataset:
     """The dataset a write goes to (the main line or ``branch``); with management opened through the facade,
-    so that pylance commits every version with CreateTableVersion (a branch's as a file, versions.py)."""
+    so that pylance commits every version with CreateTableVersion (a branch's as a file, version_lines.py)."""
     if not catalog.managed():
         return read_dataset(catalog, table, branch=branch)
     table_dataset(catalog, table)  # TableNotFound for a table that is only declared
     with pylance_errors("open"):
         dataset = lance.dataset(namespace_client=catalog.facade, table_id=table.parts)
-    if versions.is_main(branch):
+    if version_lines.is_main(branch):
         return dataset
     check_branch(dataset, table, branch)
     with pylance_errors(f"checkout of branch '{branch}'"):

@@ -1,7 +1,7 @@
 """Table branches and restore: CreateTableBranch, ListTableBranches, DeleteTableBranch, RestoreTable.
 
 Branches are pylance's (``tree/<name>/``). With table version management pylance commits a branch's versions
-through the facade too; ``__manifest`` records the main line only, a branch's versions are its files (versions.py).
+through the facade too; ``__manifest`` records the main line only, a branch's versions are its files (version_lines.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from airflow_provider_lance.namespace.data.access import (
     transaction_id,
     write_dataset,
 )
-from airflow_provider_lance.namespace.versions import is_main
+from airflow_provider_lance.namespace.version_lines import is_main
 
 
 def create_table_branch(catalog: Catalog, request: ln.CreateTableBranchRequest) -> ln.CreateTableBranchResponse:

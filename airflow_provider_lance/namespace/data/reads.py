@@ -13,7 +13,7 @@ import pyarrow as pa
 from lance_namespace_urllib3_client.models import FragmentStats, FragmentSummary
 
 from airflow_provider_lance.namespace import identifiers as ids
-from airflow_provider_lance.namespace import tables, versions
+from airflow_provider_lance.namespace import tables, version_lines
 from airflow_provider_lance.namespace.catalog import Catalog
 from airflow_provider_lance.namespace.data.access import locate, pylance_errors, read_dataset, table_dataset
 from airflow_provider_lance.namespace.manifest_rows import TABLE
@@ -206,7 +206,7 @@ def list_all_tables(catalog: Catalog, request: ln.ListTablesRequest) -> ln.ListT
     if catalog.config.manifest_enabled:
         prefix = ids.child_prefix(parts)
         for oid in catalog.manifest.index().descendants(prefix, TABLE)["object_id"].to_pylist():
-            if request.include_declared is False and not versions.has_manifests(
+            if request.include_declared is False and not version_lines.has_manifests(
                 catalog, catalog.find_table(oid.split(ids.DELIMITER), check_parent=False)
             ):
                 continue

@@ -9,7 +9,7 @@ import lance_namespace as ln
 import pyarrow as pa
 
 from airflow_provider_lance.namespace import identifiers as ids
-from airflow_provider_lance.namespace import tables, versions
+from airflow_provider_lance.namespace import tables, version_lines
 from airflow_provider_lance.namespace.catalog import Catalog, Table
 from airflow_provider_lance.namespace.data.access import (
     locate,
@@ -85,7 +85,7 @@ def _write_rows(
     catalog: Catalog, table: Table, data: pa.Table, mode: str, branch: str | None = None
 ) -> lance.LanceDataset:
     """Append or overwrite; a table without data yet (declared) gets its first version."""
-    if branch is not None or versions.has_manifests(catalog, table):
+    if branch is not None or version_lines.has_manifests(catalog, table):
         dataset = write_dataset(catalog, table, branch)
         with pylance_errors(f"insert into '{table.object_id}'"):
             dataset.insert(data, mode=mode)
