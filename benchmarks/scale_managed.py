@@ -10,7 +10,7 @@ gets the ``__manifest`` it would have written itself, over the same table direct
 
 * ours: the namespace ``bench``, one ``table`` row per table and one ``table_version`` row per version, made by
   the engine's own row builder (``manifest_rows.ManifestRow`` / ``rows_table``, metadata pointing at the final
-  manifest as ``versions.finalize`` leaves it) and appended in one Lance write, with the writer feature flag
+  manifest as ``external_reader.finalize`` leaves it) and appended in one Lance write, with the writer feature flag
   the engine sets (``commit.mark_table_versions``). The build first commits two versions through the engine in a
   scratch catalog and checks that its rows have exactly the keys of the bulk-built ones.
 * the reference's: the namespace and the ``table`` rows only (in tracking mode it writes no version rows: a

@@ -285,7 +285,7 @@ class ManifestTable:
         committed: ``staged``) are replaced by ``rows`` in the next insert that takes them (:meth:`insert`), or by
         :meth:`flush_repoints` (on demand, or when the process exits). Until then they point at their staged
         manifests, which every reader treats as
-        committed (``versions.finish``): this instance answers :meth:`copied`, another one finds the copies."""
+        committed (``external_reader.finish``): this instance answers :meth:`copied`, another one finds the copies."""
         with self._repoints_lock:
             self._repoints.update((row.object_id, (old.metadata, row)) for old, row in zip(staged, rows, strict=True))
         _DEFERRING.add(self)
