@@ -431,7 +431,8 @@ class ManifestTable:
         ``change``: how the commit changed the rows (they are derived, not read again: ``Snapshot._rows``).
         ``maintain``: run maintenance when a threshold is crossed; ``retries``: default ``commit_retries``.
         A thread starts from this instance's last commit when it is newer than its operation's snapshot, and
-        from the latest version after another process held the machine turn."""
+        from the latest version after another process held the machine turn. The committed version's rows are
+        derived after the turn."""
         retries = self.commit_retries if retries is None else retries
         with self._writers.hold() as another_process:
             mine, last = getattr(self._scope, "snapshot", None), self._last_published
@@ -459,8 +460,11 @@ class ManifestTable:
                 self._publish(published)
                 if maintain:
                     maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
-                return result
-        raise AssertionError("unreachable")
+                break
+            else:
+                raise AssertionError("unreachable")
+        published.derive()  # once the turn is released: the other writers need not wait for it
+        return result
 
 
 def _applied(data: pa.Table, wanted: list[str], applied: list[str]) -> pa.Table:
