@@ -509,9 +509,12 @@ turn would not help.
   writes/s 1.00x (0.85-1.13) vs 0.96x (0.46-1.18), CPU 0.99x vs 1.01x. A second set (off, 4 runs, load 2-13)
   with the derivation alone (*no deck*): writes/s ours 1.08x (0.75-1.39), no deck 0.84x (0.72-1.06), before
   0.89x (0.75-0.97); CPU 1.08x, 1.01x, 1.00x. The turn's wall per process did not fall at this load (off 484
-  vs 377 ms): the on-deck read runs beside the holder, on a core the other helpers' work also wants. On a quiet
-  machine the waiting writers sleep and that core is the spare one; the quiet re-run (`make bench-issue42`)
-  decides. Without the deck: `ManifestTable.__init__` passes no `catch_up`.
+  vs 377 ms): the on-deck read runs beside the holder, on a core the other helpers' work also wants. A third
+  set at a lower load (managed, 4 runs, load 5-7): writes/s ours 0.99x (0.95-1.21), no deck 1.01x (1.00-1.12),
+  before 0.99x (0.96-1.06); CPU 0.98x, 0.97x, 0.98x; process CPU in the turn 131 / 178 / 165 ms, its wall 255 /
+  286 / 292 ms per writer; the declares' CPU 315 / 280 / 257 ms (reference 312). Within this machine's spread
+  all three are at parity with the reference; the quiet re-run (`make bench-issue42`) decides whether the deck
+  stays. Without it: `ManifestTable.__init__` passes no `catch_up`.
 - **Measured, not kept:** the duplicate check of a commit by one scan of the id column filtered on its ids
   (`present`), instead of indexing the whole version in the turn, the index left to the next operation: the
   scan costs what a whole read costs (~1.3 ms of process CPU, 13 switches: pylance's scanner and one task per
