@@ -109,9 +109,11 @@ class ManifestTable:
         # of that file without reading it: fragments.small_fragment_rows); written in the writers' turn
         self._written_rows: dict[str, pa.Table] = {}
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
-        # a commit are stored once the turn is released
+        # a commit are stored once the turn is released; a waiter catches up on deck where reading costs no
+        # storage requests (local disk; measured there only)
         machine_key = None if storage.private else storage.catalog_key
-        self._writers = WritersTurn(self._commit_group, machine_key, self._snapshots.store_rows)
+        catch_up = self._catch_up if storage.local_disk else None
+        self._writers = WritersTurn(self._commit_group, machine_key, self._snapshots.store_rows, catch_up)
 
     @contextmanager
     def operation(self) -> Iterator[None]:
@@ -170,6 +172,13 @@ class ManifestTable:
         if getattr(self._scope, "depth", 0):
             self._scope.snapshot = snapshot
         return snapshot
+
+    def _catch_up(self) -> None:
+        """Read the latest version's rows outside the writers' turn (while this process is on deck: see
+        writers_turn.MachineTurn), so that a commit in the turn reads only what was committed since."""
+        snapshot = self._snapshots.latest()
+        if snapshot is not None:
+            snapshot.index()
 
     # -- reads ------------------------------------------------------------------------------------------
     def metadata(self) -> dict[str, str]:
@@ -425,7 +434,8 @@ class ManifestTable:
         ``change``: how the commit changed the rows (they are derived, not read again: ``Snapshot._rows``).
         ``maintain``: run maintenance when a threshold is crossed; ``retries``: default ``commit_retries``.
         A thread starts from this instance's last commit when it is newer than its operation's snapshot, and
-        from the latest version after another process held the machine turn."""
+        from the latest version after another process held the machine turn. The committed version's rows are
+        derived after the turn."""
         retries = self.commit_retries if retries is None else retries
         with self._writers.hold() as another_process:
             mine, last = getattr(self._scope, "snapshot", None), self._last_published
@@ -453,8 +463,11 @@ class ManifestTable:
                 self._publish(published)
                 if maintain:
                     maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
-                return result
-        raise AssertionError("unreachable")
+                break
+            else:
+                raise AssertionError("unreachable")
+        published.derive()  # once the turn is released: the other writers need not wait for it
+        return result
 
 
 def _applied(data: pa.Table, wanted: list[str], applied: list[str]) -> pa.Table:

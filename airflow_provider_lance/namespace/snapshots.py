@@ -111,20 +111,31 @@ class Snapshot:
 
     @property
     def rows_known(self) -> bool:
-        """Whether the rows are held or handed in (obtained without reading the table)."""
-        return self.held is not None or isinstance(self.source, pa.Table)
+        """Whether the rows are held, handed in or derived from a version whose rows are known (obtained
+        without reading the table)."""
+        source = self.source
+        return (
+            self.held is not None
+            or isinstance(source, pa.Table)
+            or (isinstance(source, Derived) and source.base.rows_known)
+        )
 
     def follows(self, previous: Snapshot, change: Callable[[RowIndex], RowIndex] | None) -> Snapshot:
         """This version was committed on top of ``previous`` by this instance; ``change``: how, when it is
-        exactly the next version (its rows are then derived at once)."""
+        exactly the next version (its rows are then derived on first use: after the writers' turn)."""
         if not previous.rows_known:
             return self  # nothing known of its rows without reading them
         if change is not None and self.version == previous.version + 1:
             self.source = Derived(previous, change)
-            self.index()
         else:
             self.source = previous  # reads only the fragments added since, if that is all that changed
         return self
+
+    def derive(self) -> None:
+        """Derive the rows now when they come from this instance's write (step 3 of :meth:`index`: nothing read;
+        check mode compares them here), else leave them to the first use."""
+        if isinstance(self.source, Derived):
+            self.index()
 
     def table(self) -> pa.Table:
         return self.index().table

@@ -386,12 +386,16 @@ def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
         assert holder.is_alive() and not release.is_set()
 
 
-def _free(key: str) -> bool:
-    """Whether the machine turn ``key`` can be taken at once: a new ``MachineTurn`` opens its own file, which
-    ``flock`` treats like another process's."""
+def _free(key: str, deck: bool = False) -> bool:
+    """Whether the machine turn ``key`` (``deck``: its deck) can be taken at once: a new ``MachineTurn`` opens
+    its own files, which ``flock`` treats like another process's."""
     turn = MachineTurn(key)
     descriptor = turn._open()
     assert descriptor is not None
+    if deck:
+        os.close(descriptor)
+        descriptor = turn._deck
+        assert descriptor is not None
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -399,6 +403,71 @@ def _free(key: str) -> bool:
     finally:
         os.close(descriptor)
     return True
+
+
+@pytest.mark.slow  # starts processes of its own
+def test_a_process_waiting_for_the_machine_turn_catches_up_on_deck_and_leaves_the_deck_with_its_turn(
+    tmp_path: Path,
+) -> None:
+    """A waiter first takes the deck (one waiting process at a time) and catches up there while the other
+    process still holds the turn; it leaves the deck once the turn is its own, for the next waiter."""
+    key = f"deck {tmp_path}"
+    seen: list[tuple[bool, bool]] = []  # (turn free, deck free) while catching up
+    turn = MachineTurn(key, catch_up=lambda: seen.append((_free(key), _free(key, deck=True))))
+    answers: list[bool] = []
+    inside, leave = threading.Event(), threading.Event()
+
+    def take() -> None:
+        with turn.hold() as another_process:
+            answers.append(another_process)
+            inside.set()
+            assert leave.wait(WAIT)
+
+    with _another_process_holds(key) as (_, release):
+        taker = threading.Thread(target=take)
+        taker.start()
+        deadline = time.monotonic() + WAIT
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen == [(False, False)]  # on deck, while the other process holds the turn
+        assert answers == [] and _free(key, deck=True) is False
+        release.set()
+        assert inside.wait(WAIT)
+        assert answers == [True] and not _free(key) and _free(key, deck=True)  # the deck is left with the turn
+        leave.set()
+        taker.join(WAIT)
+    assert _free(key) and seen == [(False, False)]
+
+
+@pytest.mark.slow  # starts processes of its own
+def test_a_declare_waiting_for_the_machine_turn_reads_the_other_writers_rows_on_deck(tmp_path: Path) -> None:
+    """A declare that waits for another process's turn reads, on deck, the rows committed since its operation
+    began (here by the reference, which takes no turn), before its turn comes; it lands after it."""
+    waiter = DirectoryNamespace(root=str(tmp_path))
+    waiter.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    machine = waiter.manifest._writers._machine
+    assert machine is not None and machine._catch_up is not None
+    catch_up, seen = machine._catch_up, []
+
+    def commit_then_catch_up() -> None:
+        ReferenceNamespace(root=str(tmp_path)).declare_table(ln.DeclareTableRequest(id=["a", "theirs"]))
+        catch_up()
+        current = waiter.manifest._snapshots._current
+        assert current is not None and current.held is not None
+        seen.append(current.held.positions(["a$theirs"]))
+
+    machine._catch_up = commit_then_catch_up
+    with _another_process_holds(waiter.manifest.storage.catalog_key) as (_, release):
+        declaring = threading.Thread(target=waiter.declare_table, args=(ln.DeclareTableRequest(id=["a", "mine"]),))
+        declaring.start()
+        deadline = time.monotonic() + WAIT
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(seen) == 1 and "a$theirs" in seen[0]  # read on deck ...
+        assert declaring.is_alive()  # ... while still waiting for the turn
+        release.set()
+        declaring.join(WAIT)
+    assert sorted(waiter.list_tables(ln.ListTablesRequest(id=["a"])).tables) == ["mine", "theirs"]
 
 
 @pytest.mark.slow  # starts processes of its own
