@@ -404,18 +404,28 @@ JVM by psutil, the workers by `getrusage` inside each task (psutil loses the tim
 
 | run (load average from other helpers) | Parquet (JVM) | drain: mapInArrow / RDD | ours via mapInArrow: JVM + workers | ours via the RDD: JVM + workers |
 |---|---:|---:|---:|---:|
-| A, 5 rounds (9-15) | 14.75-15.40 | | 7.45 + 5.26 (workers' system time 1.5-2.3) | 6.36 + 5.41 (1.0-2.1) |
+| A, 5 rounds (9-15) | 14.75-15.40 | | 7.45 + 5.26 (workers' system time 1.5-2.3) | 6.36 + 5.41 (1.3-2.1) |
 | B, 4 rounds (7-13) | 14.29 | 7.31 / 5.92 | 8.07 + 6.48 | 6.17 + 5.76 |
-| C, 3 rounds (5-7.5) | | | 13.72 (13.47-14.84) in all | 10.41 (10.06-13.31) in all |
+| C, 3 rounds (5-7.5) | | | 7.26-9.06 + 5.31-6.36; 13.72 (13.47-14.84) in all | 5.95-9.16 + 4.01-4.37; 10.41 (10.06-13.31) in all |
 
 Medians. In A the RDD route was also run with PySpark's `NoOpSerializer` (a new `bytes` per batch): the workers'
-system time rose to 2.2-3.7 s a round (fresh pages for every batch), hence `ArrowMessages`. Per round the RDD
-route takes ~1.2-1.9 CPU-s off the JVM and 0.5-1.2 off the workers (PySpark's `mapInArrow` reader and its struct
-flattening cost more than reading the messages); in C, ~25% of ours' CPU, which puts ours at ~0.7x Parquet's
+system time rose to 2.2-3.7 s a round (fresh pages for every batch), hence `ArrowMessages`. The RDD route takes
+~1.1-2.1 CPU-s a round off the JVM (medians; one round of C had a 9.2 s JVM, a collection or the load) and 0 to
+1.6 off the workers (medians A 5.26 vs 5.41, B 6.48 vs 5.76, C 5.69 vs 4.06: PySpark's `mapInArrow` reader and
+its struct flattening cost more than reading the messages, by more than this machine's noise only in C); in C,
+~25% of ours' CPU, which puts ours at ~0.7x Parquet's
 CPU (Parquet 13.9-15.4 s in these sessions; the last quiet run: 13.86). Wall in C's calmest rounds (load 5-6):
 5.5 s vs 7.7-8.3 s through `mapInArrow`. Smaller batches for the RDD route (C: 24,576 rows 10.19, 32,768 10.40,
-65,536 10.41 CPU-s, medians; the JVM's share 5.4-5.6 vs 5.9-9.7 s) are within this machine's noise: the
+65,536 10.41 CPU-s, medians; the JVM's share 5.4-5.6 vs 5.9-9.2 s) are within this machine's noise: the
 batches stay at 65,536 rows for this schema (`arrow_batch_rows`, both routes); worth re-measuring on a quiet machine.
+
+The benchmark with this branch's code, 3 rounds (`--only ours_map_in_arrow`; load 5-9, Spark tests of this
+branch running during rounds 0-1), CPU-s per round (JVM + workers): Parquet 16.28, 16.76, 16.59; ours (the RDD
+route) 13.07, 10.03, 11.52 (JVM 5.40-6.71); ours through `mapInArrow` 14.94, 12.33, 11.36 (JVM 7.05-9.14). Per-round
+CPU ratio ÷ Parquet: ours 0.80, 0.60, 0.69 (median **0.69**), through `mapInArrow` 0.92, 0.74, 0.68 (0.74). Wall:
+Parquet 12.00, 12.47, 16.53 s; ours 10.72, 7.20, 9.10 (best ÷ best 0.60x, median ÷ median 0.73x); through
+`mapInArrow` 11.04, 8.96, 9.67. Not a quiet figure (the load inflates Parquet's disk-bound writes and everyone's
+CPU); the integrator's quiet `make bench-issue42` decides.
 
 Found on the way and fixed: a DataFrame with a decimal column failed to stage on **both** routes (Lance panicked:
 "Memory pointer ... is not aligned"): Spark's JVM pads the buffers of its Arrow batches to 8 bytes, arrow-rs needs
