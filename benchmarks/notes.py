@@ -380,6 +380,63 @@ Measured and not kept (numbers per 2 x 10M round unless said):
   Connect, the workers would have to be given the JVM's exact Arrow schema (the batches arrive without it), and
   the gain is within this machine's noise at 2 x 10M.
 
+## Spark staging, third pass: the rows leave the JVM without mapInArrow's struct (issue 42, 2026-11-27, machine shared and loaded: indicative only)
+
+Change: on a classic Spark session the staging's jobs take the rows as an RDD of Arrow record batches that Spark's
+JVM builds (`Dataset.toArrowBatchRdd(rows, timeZone, true, false)`, PySpark 4.2's JVM, reached with py4j) instead of
+`mapInArrow`, which wraps every row in a one-field row and writes it through a struct column
+(`MapInBatchEvaluatorFactory`). The workers read the batches with the schema the JVM wrote them with
+(`ArrowUtils.toArrowSchema`, same time zone and flags, serialised by Arrow Java's `MessageSerializer`: exact),
+each message into a buffer of pyarrow's pool (`writer.ArrowMessages`). Spark Connect, or a JVM without those
+methods, falls back to `mapInArrow` (`transfer="map_in_arrow"` forces it; `StagedDataFrame.transfer` says which
+ran). What is stored does not change: the same batches reach the same `write_fragments` (Lance's default format
+and encodings); a test writes the same DataFrame, 11 types with nulls, through both routes and compares the tables.
+
+Public routes checked first, none avoids the per-row struct in PySpark 4.2: the Python Data Source writer
+(`df.write.format(<python source>)`: `PythonBatchWriterFactory` runs `MapInBatchEvaluatorFactory` too, and
+converts to rows for a non-Arrow writer); `spark.sql.execution.arrow.pythonUDF.columnarInput.enabled` (new in 4.2)
+serves scalar Arrow UDFs only and passes columns through only from Arrow-backed scans (DSv2): from a cache or a
+Parquet scan it copies every row into a `HybridRowQueue`, and a scalar UDF returns one value per row.
+
+CPU seconds per round at 4 x 10M (the benchmark's cached DataFrames), one Spark session, paths interleaved; the
+JVM by psutil, the workers by `getrusage` inside each task (psutil loses the time of workers that exit);
+`drain`: jobs reading every batch, writing nothing:
+
+| run (load average from other helpers) | Parquet (JVM) | drain: mapInArrow / RDD | ours via mapInArrow: JVM + workers | ours via the RDD: JVM + workers |
+|---|---:|---:|---:|---:|
+| A, 5 rounds (9-15) | 14.75-15.40 | | 7.45 + 5.26 (workers' system time 1.5-2.3) | 6.36 + 5.41 (1.3-2.1) |
+| B, 4 rounds (7-13) | 14.29 | 7.31 / 5.92 | 8.07 + 6.48 | 6.17 + 5.76 |
+| C, 3 rounds (5-7.5) | | | 7.26-9.06 + 5.31-6.36; 13.72 (13.47-14.84) in all | 5.95-9.16 + 4.01-4.37; 10.41 (10.06-13.31) in all |
+
+Medians. In A the RDD route was also run with PySpark's `NoOpSerializer` (a new `bytes` per batch): the workers'
+system time rose to 2.2-3.7 s a round (fresh pages for every batch), hence `ArrowMessages`. The RDD route takes
+~1.1-2.1 CPU-s a round off the JVM (medians; one round of C had a 9.2 s JVM, a collection or the load) and 0 to
+1.6 off the workers (medians A 5.26 vs 5.41, B 6.48 vs 5.76, C 5.69 vs 4.06: PySpark's `mapInArrow` reader and
+its struct flattening cost more than reading the messages, by more than this machine's noise only in C); in C,
+~25% of ours' CPU, which puts ours at ~0.7x Parquet's
+CPU (Parquet 13.9-15.4 s in these sessions; the last quiet run: 13.86). Wall in C's calmest rounds (load 5-6):
+5.5 s vs 7.7-8.3 s through `mapInArrow`. Smaller batches for the RDD route (C: 24,576 rows 10.19, 32,768 10.40,
+65,536 10.41 CPU-s, medians; the JVM's share 5.4-5.6 vs 5.9-9.2 s) are within this machine's noise: the
+batches stay at 65,536 rows for this schema (`arrow_batch_rows`, both routes); worth re-measuring on a quiet machine.
+
+The benchmark with this branch's code, 3 rounds (`--only ours_map_in_arrow`; load 5-9, Spark tests of this
+branch running during rounds 0-1), CPU-s per round (JVM + workers): Parquet 16.28, 16.76, 16.59; ours (the RDD
+route) 13.07, 10.03, 11.52 (JVM 5.40-6.71); ours through `mapInArrow` 14.94, 12.33, 11.36 (JVM 7.05-9.14). Per-round
+CPU ratio ÷ Parquet: ours 0.80, 0.60, 0.69 (median **0.69**), through `mapInArrow` 0.92, 0.74, 0.68 (0.74). Wall:
+Parquet 12.00, 12.47, 16.53 s; ours 10.72, 7.20, 9.10 (best ÷ best 0.60x, median ÷ median 0.73x); through
+`mapInArrow` 11.04, 8.96, 9.67. Not a quiet figure (the load inflates Parquet's disk-bound writes and everyone's
+CPU); the integrator's quiet `make bench-issue42` decides.
+
+Found on the way and fixed: a DataFrame with a decimal column failed to stage on **both** routes (Lance panicked:
+"Memory pointer ... is not aligned"): Spark's JVM pads the buffers of its Arrow batches to 8 bytes, arrow-rs needs
+16-byte decimals. The writer now copies a decimal column (or a nested one holding decimals) whose buffer is off a
+16-byte boundary (`pa.concat_arrays`, that column of that batch only; none for the benchmark's types).
+
+Re-run: `python -m benchmarks.spark_staging --tables 4 --rows 10000000 --repeat 5 --no-load --only
+ours_map_in_arrow,transfer_rdd` (ours, ours through `mapInArrow`, the RDD route's floor, Parquet, interleaved), or
+`make bench-issue42` / `BENCH_ONLY=spark BENCH_MERGE=1 make bench` (sections `spark` and `spark_large`; the latter
+now times `ours_map_in_arrow` and `transfer_rdd` as well).
+
 ## Short-lived writer processes: where a writer's CPU goes, and the machine turn's wait (issue 42, 2026-11-27, machine shared and loaded: indicative only)
 
 Each writer of "Short-lived writer processes" now reports its CPU by phase (`benchmarks/writer_process.py`; the

@@ -8,9 +8,11 @@ int), built by Spark, cached in memory and counted before timing. Each round tim
   ``batch_create_table_versions`` of the staged entries (stage + commit, rows visible at the end);
 * **pylance**: ``lance.write_dataset`` of the same rows (pyarrow tables built before timing), one process,
   one table after the other;
-* two floors (reference rows): the ``mapInArrow`` jobs of every table reading every batch and writing nothing,
-  with the Arrow batch settings the staging uses (:func:`~airflow_provider_lance.spark.staging.arrow_batches`)
-  and with Spark's defaults.
+* ``ours_map_in_arrow``: ours with ``transfer="map_in_arrow"`` (the route of Spark Connect sessions, and of every
+  session before ``Dataset.toArrowBatchRdd`` was used);
+* three floors (reference rows): the jobs of every table reading every batch and writing nothing: through the
+  RDD of Arrow batches ours uses (``transfer_rdd``), and through ``mapInArrow``, with the Arrow batch settings the
+  staging uses (:func:`~airflow_provider_lance.spark.staging.arrow_batches`) and with Spark's defaults.
 
 After a warm-up round, every round runs twice: on the quiet machine, then **loaded**, with another job using
 one core: a single-threaded busy loop (a separate process, pinned to the last CPU where the OS allows it)
@@ -153,8 +155,8 @@ def measure(
     :param repeat: timed rounds (after one warm-up round).
     :param master: the Spark master.
     :param loaded: also time every round with another job busy on one core.
-    :param only: the paths to time (``parquet``, ``ours``, ``transfer``, ``transfer_default``, ``pylance``);
-        all by default. ``parquet`` and ``ours`` are always timed.
+    :param only: the paths to time (``parquet``, ``ours``, ``ours_map_in_arrow``, ``transfer_rdd``, ``transfer``,
+        ``transfer_default``, ``pylance``); all by default. ``parquet`` and ``ours`` are always timed.
     """
     bin_dir = str(Path(sys.executable).parent)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -169,7 +171,12 @@ def measure(
 
     from airflow_provider_lance.namespace import DirectoryNamespace
     from airflow_provider_lance.spark import stage_dataframes
-    from airflow_provider_lance.spark.staging import arrow_batch_rows, arrow_batches
+    from airflow_provider_lance.spark.staging import (
+        ARROW_MAX_RECORDS_PER_BATCH,
+        arrow_batch_rdd,
+        arrow_batch_rows,
+        arrow_batches,
+    )
 
     work = Path(tempfile.mkdtemp(prefix="lance-spark-bench-"))
     started = time.perf_counter()
@@ -202,21 +209,34 @@ def measure(
     arrow = [demo_table(rows, t * rows) for t in range(tables)] if not only or "pylance" in only else []
     phases: dict[str, list[float]] = {"stage": [], "commit": []}  # of ours, in the quiet timed rounds
     last_phases: dict[str, float] = {}
+    transfers: set[str] = set()  # how the rows reached ours' writers
 
     def parquet(r: int) -> None:
         for t, frame in enumerate(frames):
             frame.write.mode("overwrite").parquet(str(work / f"parquet{r}-{t}"))
 
-    def ours(r: int) -> None:
-        root = work / f"ours{r}"
+    def ours(r: int, transfer: str = "auto") -> None:
+        root = work / f"ours{r}-{transfer}"
         root.mkdir()
         namespace = DirectoryNamespace(root=str(root), table_version_management="true")
         started = time.perf_counter()
-        staged = stage_dataframes(namespace, {f"b.t{t}": frame for t, frame in enumerate(frames)})
+        staged = stage_dataframes(namespace, {f"b.t{t}": frame for t, frame in enumerate(frames)}, transfer=transfer)
         written = time.perf_counter()
         namespace.batch_create_table_versions(ln.BatchCreateTableVersionsRequest(entries=[s.entry for s in staged]))
-        last_phases.update(stage=written - started, commit=time.perf_counter() - written)
+        if transfer == "auto":
+            last_phases.update(stage=written - started, commit=time.perf_counter() - written)
+            transfers.update(s.transfer for s in staged)
         assert sum(s.rows for s in staged) == tables * rows
+
+    def ours_map_in_arrow(r: int) -> None:
+        ours(r, "map_in_arrow")
+
+    def transfer_rdd(r: int) -> None:  # the floor of ours' route: Arrow batches built by the JVM, read by workers
+        with arrow_batches(spark, arrow_batch_rows(frames[0])):
+            for frame in frames:
+                route = arrow_batch_rdd(frame, int(spark.conf.get(ARROW_MAX_RECORDS_PER_BATCH)))
+                assert route is not None
+                route[0].mapPartitions(_drain).collect()
 
     def transfer(r: int) -> None:  # the floor of any executor-side writer: rows to Python workers, no write
         with arrow_batches(spark, arrow_batch_rows(frames[0])):
@@ -234,6 +254,8 @@ def measure(
     every_path = {
         "parquet": parquet,
         "ours": ours,
+        "ours_map_in_arrow": ours_map_in_arrow,
+        "transfer_rdd": transfer_rdd,
         "transfer": transfer,
         "transfer_default": transfer_default,
         "pylance": pylance,
@@ -293,6 +315,7 @@ def measure(
         "load": "a single-threaded busy loop in another process"
         + (f", pinned to CPU {busy_cpu}" if busy_cpu is not None else ""),
         "fragment_rows": fragment_rows,
+        "transfers": sorted(transfers),
         "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}, pylance {lance.__version__}",
     }
 
@@ -307,9 +330,9 @@ def ratios(seconds: dict[str, list[float]]) -> dict[str, float]:
     result = {"parquet_median": median["ours"] / median["parquet"], "parquet_best": best["ours"] / best["parquet"]}
     if "pylance" in median:
         result["pylance_median"] = median["ours"] / median["pylance"]
-    for floor in ("transfer", "transfer_default"):
-        if floor in median:
-            result[f"{floor}_median"] = median[floor] / median["parquet"]
+    for path in ("ours_map_in_arrow", "transfer_rdd", "transfer", "transfer_default"):
+        if path in median:
+            result[f"{path}_median"] = median[path] / median["parquet"]
     return result
 
 
@@ -363,8 +386,11 @@ def render(result: dict[str, Any]) -> str:
     loaded_seconds = result.get("seconds_loaded") or {}
     labels = {
         "parquet": f"Spark `df.write.parquet`, {result['master']} (tables one after another)",
-        "ours": f"`stage_dataframes` + `batch_create_table_versions`, {result['master']}",
-        "transfer": "floor: the same `mapInArrow` jobs writing nothing (JVM rows to Arrow to Python workers)",
+        "ours": f"`stage_dataframes` + `batch_create_table_versions`, {result['master']}"
+        + (f" (rows to the writers: {', '.join(result['transfers'])})" if result.get("transfers") else ""),
+        "ours_map_in_arrow": 'the same with `transfer="map_in_arrow"` (Spark Connect\'s route)',
+        "transfer_rdd": "floor of ours' route: the Arrow batch RDD jobs writing nothing (JVM rows to Arrow to workers)",
+        "transfer": "floor: the `mapInArrow` jobs writing nothing (JVM rows to Arrow in a struct to Python workers)",
         "transfer_default": "floor with Spark's default `spark.sql.execution.arrow.maxBytesPerBatch` (64 MiB)",
         "pylance": "pylance `lance.write_dataset`, 1 process (tables one after another)",
     }
@@ -403,12 +429,15 @@ def render(result: dict[str, Any]) -> str:
         )
     if "pylance_median" in quiet:
         lines[-1] += f" Ours / single-process pylance: {quiet['pylance_median']:.2f}x (quiet, median)."
-    if "transfer_median" in quiet:
-        lines[-1] += (
-            " The floor row is what any executor-side Python writer pays before writing a byte "
-            f"({quiet['transfer_median']:.2f}x Parquet quiet): the rows leave the JVM as Arrow batches for the "
-            "Python workers; Parquet is written inside the JVM."
-        )
+    if "ours_map_in_arrow_median" in quiet:
+        lines[-1] += f" Ours through `mapInArrow`: {quiet['ours_map_in_arrow_median']:.2f}x Parquet (quiet, median)."
+    for floor in ("transfer_rdd", "transfer"):
+        if f"{floor}_median" in quiet:
+            lines[-1] += (
+                f" The {labels[floor].split(':')[0]} row is what an executor-side Python writer on that route pays"
+                f" before writing a byte ({quiet[f'{floor}_median']:.2f}x Parquet quiet): the rows leave the JVM as"
+                " Arrow batches for the Python workers; Parquet is written inside the JVM."
+            )
     if "transfer_default_median" in quiet:
         lines[-1] += (
             " The staging lifts Spark's Arrow batch byte cap for its jobs (`maxBytesPerBatch=2147483647`: the "
@@ -440,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated paths besides parquet and ours (transfer, transfer_default, pylance)",
+        help="comma-separated paths besides parquet and ours (ours_map_in_arrow, transfer_rdd, transfer, "
+        "transfer_default, pylance)",
     )
     parser.add_argument("--out", default=None, help="also write the markdown section to this file")
     parser.add_argument("--json", default=None, help="also write the raw numbers to this file")

@@ -1,17 +1,23 @@
 """Stage Spark DataFrames into tables of a Lance namespace without committing them.
 
-The executors write the Lance data files in parallel (``mapInArrow`` + ``lance.fragment.write_fragments``) and
-send back only the fragments' metadata as small JSON strings; no row reaches the driver. The driver then stages
-one new version per table with :mod:`airflow_provider_lance.staging` and returns the
+The executors write the Lance data files in parallel (``lance.fragment.write_fragments`` in the Python workers)
+and send back only the fragments' metadata as small JSON strings; no row reaches the driver. The driver then
+stages one new version per table with :mod:`airflow_provider_lance.staging` and returns the
 ``CreateTableVersionEntry`` to commit later with ``batch_create_table_versions``. Until then readers see the
 old versions.
+
+How the rows reach the Python workers (``transfer``, :data:`TRANSFERS`): on a classic Spark session, as an RDD
+of Arrow record batches that Spark's JVM builds from the rows (``Dataset.toArrowBatchRdd``, reached through
+py4j: :func:`arrow_batch_rdd`); on Spark Connect, or if that JVM method is not there, with ``mapInArrow``, which
+wraps every row in a struct on its way to Arrow (about 20% more of the JVM's CPU; see
+``benchmarks/notes.py``). What is written is the same either way.
 
 Spark settings: the staging jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` and
 ``spark.sql.execution.arrow.maxRecordsPerBatch`` from :func:`arrow_batch_rows` (see :func:`arrow_batches`) unless
 the session sets those keys itself; that halves the cost of handing the rows to the Python workers and cuts the
-workers' cost per batch. The workers run :func:`airflow_provider_lance.spark.writer.write_partition`, which imports
-only pyarrow and pylance and freezes the worker's long-lived objects (``gc.freeze``) so that PySpark's full
-garbage collection after every task does not walk them again.
+workers' cost per batch. The workers run :mod:`airflow_provider_lance.spark.writer`, which imports only pyarrow
+and pylance and freezes the worker's long-lived objects (``gc.freeze``) so that PySpark's full garbage
+collection after every task does not walk them again.
 """
 
 from __future__ import annotations
@@ -22,12 +28,12 @@ import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import lance_namespace as ln
 import pyarrow as pa
 
-from airflow_provider_lance.spark.writer import RESULT_SCHEMA, write_partition
+from airflow_provider_lance.spark.writer import RESULT_SCHEMA, ArrowMessages, write_messages, write_partition
 from airflow_provider_lance.staging import (
     StageMode,
     StagingNamespace,
@@ -40,6 +46,7 @@ from airflow_provider_lance.staging import (
 from airflow_provider_lance.utils.identifiers import parse_table_identifier
 
 if TYPE_CHECKING:
+    from pyspark.rdd import RDD
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -71,6 +78,11 @@ _VALUE_BYTES = {
     "string": 20,
 }
 
+#: How the rows reach the Python workers: ``arrow_batch_rdd`` (Spark's ``Dataset.toArrowBatchRdd``, classic
+#: sessions), ``map_in_arrow`` (``DataFrame.mapInArrow``, any session), or ``auto``: the first where available.
+Transfer = Literal["auto", "arrow_batch_rdd", "map_in_arrow"]
+TRANSFERS: tuple[Transfer, ...] = ("auto", "arrow_batch_rdd", "map_in_arrow")
+
 _conf_lock = threading.Lock()
 #: id(session) -> [the number of staging calls running under :func:`arrow_batches`, the keys they set].
 _conf_users: dict[int, list[Any]] = {}
@@ -84,12 +96,14 @@ class StagedDataFrame:
     :param fragments: the fragments' metadata as JSON strings, as the executors sent them.
     :param writer_pids: the ids of the processes that wrote the data files (Spark Python workers).
     :param rows: the number of rows written.
+    :param transfer: how the rows reached the writers: ``arrow_batch_rdd`` or ``map_in_arrow``.
     """
 
     entry: ln.CreateTableVersionEntry
     fragments: list[str] = field(default_factory=list)
     writer_pids: set[int] = field(default_factory=set)
     rows: int = 0
+    transfer: str = "map_in_arrow"
 
 
 def spark_to_arrow_schema(df: DataFrame) -> pa.Schema:
@@ -215,6 +229,7 @@ def stage_dataframe(
     staging: StagingNamespace | None = None,
     create_parents: bool = True,
     max_rows_per_file: int = 1024 * 1024,
+    transfer: Transfer = "auto",
 ) -> StagedDataFrame:
     """Write a DataFrame into a table from the executors and stage the new version; commit nothing.
 
@@ -230,7 +245,10 @@ def stage_dataframe(
     other Arrow Python UDFs the same speed-up; set ``maxRecordsPerBatch`` smaller if that many rows can outgrow a
     Python worker's memory (long strings: the estimate counts 20 bytes a string). In the Python workers, the
     objects alive when a partition starts are frozen (``gc.freeze``: never walked by the cycle collector again,
-    still freed by reference counting), see :func:`airflow_provider_lance.spark.writer.write_partition`.
+    still freed by reference counting), see :func:`airflow_provider_lance.spark.writer.write_fragments`.
+
+    The rows reach the Python workers as Arrow batches that the JVM builds without ``mapInArrow``'s per-row struct
+    (:func:`arrow_batch_rdd`) on a classic session, through ``mapInArrow`` on Spark Connect (``transfer``).
 
     :param df: the DataFrame to write.
     :param namespace: the namespace that will commit the version.
@@ -240,6 +258,9 @@ def stage_dataframe(
     :param staging: the staging wrapper to record into (to stage several tables together).
     :param create_parents: create missing parent namespaces of a new table.
     :param max_rows_per_file: the largest number of rows in one data file.
+    :param transfer: how the rows go to the writers: ``auto`` (``arrow_batch_rdd`` where the session offers it,
+        ``map_in_arrow`` otherwise), ``arrow_batch_rdd`` (an error where it is not offered) or ``map_in_arrow``
+        (public PySpark API only).
     :return: the staged entry and what the executors reported.
     """
     staging = staging if staging is not None else StagingNamespace(namespace)
@@ -251,30 +272,47 @@ def stage_dataframe(
         storage_options=storage_options,
         create_parents=create_parents,
         max_rows_per_file=max_rows_per_file,
+        transfer=transfer,
     )
     return pending.stage(staging, _run_concurrently([pending])[0])
 
 
 @dataclass
 class _PendingWrite:
-    """One table's write, prepared on the driver: the target, the schema and the Spark job to run."""
+    """One table's write, prepared on the driver: the target, the schema and what the writers are given."""
 
     df: DataFrame
     target: StagingTarget
     schema: pa.Schema
     mode: StageMode
-    writer: functools.partial[Iterator[pa.RecordBatch]]
+    #: The keyword arguments of :func:`airflow_provider_lance.spark.writer.write_fragments` besides the batches.
+    options: dict[str, Any]
+    transfer: Transfer
 
-    def run(self) -> list[tuple[str, int]]:
-        """Run the Spark job that writes the data files; returns ``(fragment JSON, writer pid)`` per fragment."""
-        return [
-            (row["fragment"], int(row["writer_pid"]))
-            for row in self.df.mapInArrow(self.writer, RESULT_SCHEMA).collect()
-        ]
+    def run(self) -> tuple[str, list[tuple[str, int]]]:
+        """Run the Spark job that writes the data files (under :func:`arrow_batches`); returns the transfer used
+        and ``(fragment JSON, writer pid)`` per fragment."""
+        transfer = self.transfer
+        rows = int(self.df.sparkSession.conf.get(ARROW_MAX_RECORDS_PER_BATCH))
+        route = arrow_batch_rdd(self.df, rows) if transfer != "map_in_arrow" else None
+        if route is not None:
+            rdd, frame_schema_ipc = route
+            writer = functools.partial(write_messages, frame_schema_ipc=frame_schema_ipc, **self.options)
+            return "arrow_batch_rdd", rdd.mapPartitions(writer).collect()
+        if transfer == "arrow_batch_rdd":
+            raise ln.InvalidInputError(
+                "transfer='arrow_batch_rdd' needs a classic Spark session whose JVM has Dataset.toArrowBatchRdd"
+            )
+        frame = self.df.mapInArrow(functools.partial(write_partition, **self.options), RESULT_SCHEMA)
+        return "map_in_arrow", [(row["fragment"], int(row["writer_pid"])) for row in frame.collect()]
 
-    def stage(self, staging: StagingNamespace, reported: list[tuple[str, int]], audit: bool = False) -> StagedDataFrame:
-        """Stage the new version made of the written fragments (on the driver; commits nothing). ``audit``: keep
-        the staged content readable before the commit (``staging.staged_dataset``)."""
+    def stage(
+        self, staging: StagingNamespace, written: tuple[str, list[tuple[str, int]]], audit: bool = False
+    ) -> StagedDataFrame:
+        """Stage the new version made of the written fragments (on the driver; commits nothing). ``written``: what
+        :meth:`run` returned. ``audit``: keep the staged content readable before the commit
+        (``staging.staged_dataset``)."""
+        transfer, reported = written
         fragments = [text for text, _ in reported]
         metadata = [fragment_from_json(text) for text in fragments]
         entry = stage_fragments(
@@ -285,7 +323,49 @@ class _PendingWrite:
             fragments=fragments,
             writer_pids={pid for _, pid in reported},
             rows=sum(m.physical_rows for m in metadata),
+            transfer=transfer,
         )
+
+
+def arrow_batch_rdd(df: DataFrame, rows: int) -> tuple[RDD[pa.Buffer], bytes] | None:
+    """Return the DataFrame's rows as an RDD of Arrow record batch messages built by Spark's JVM, and the Arrow
+    schema they are written with (IPC-serialised); ``None`` where the session offers no such RDD.
+
+    ``Dataset.toArrowBatchRdd`` (the JVM method behind Spark's own Arrow collection, reached through py4j) turns
+    each partition's rows into Arrow IPC record batch messages of at most ``rows`` rows, without the struct that
+    ``mapInArrow`` wraps every row in. The messages carry no schema: it comes from the conversion Spark runs for
+    them (``ArrowUtils.toArrowSchema``, same time zone, same flags), so the workers read the buffers with the
+    types the JVM wrote. Strings and binaries keep 32-bit offsets whatever
+    ``spark.sql.execution.arrow.useLargeVarTypes`` says: the types the tables get.
+
+    ``None`` for a Spark Connect DataFrame (it has no JVM object) or a JVM without those methods (another Spark
+    version). An error of the query itself propagates: the JVM runs a query's shuffle stages while it builds
+    the RDD.
+
+    :param df: the DataFrame.
+    :param rows: the most rows per batch (0 or less: one batch per partition).
+    """
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    from py4j.protocol import Py4JError, Py4JJavaError
+    from pyspark.rdd import RDD
+
+    spark = df.sparkSession
+    jvm = spark._jvm
+    timezone = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        schema = jvm.org.apache.spark.sql.util.ArrowUtils.toArrowSchema(jdf.schema(), timezone, True, False)
+        out = jvm.java.io.ByteArrayOutputStream()
+        channel = jvm.org.apache.arrow.vector.ipc.WriteChannel(jvm.java.nio.channels.Channels.newChannel(out))
+        jvm.org.apache.arrow.vector.ipc.message.MessageSerializer.serialize(channel, schema)
+        batches = jdf.toArrowBatchRdd(rows, timezone, True, False)
+    except Py4JJavaError:
+        raise
+    except Py4JError as error:
+        log.warning("Spark's Dataset.toArrowBatchRdd is not reachable (%s): the rows go through mapInArrow", error)
+        return None
+    return RDD(batches.toJavaRDD(), spark.sparkContext, ArrowMessages()), bytes(out.toByteArray())
 
 
 def _prepare_write(
@@ -297,6 +377,7 @@ def _prepare_write(
     storage_options: Mapping[str, str] | None,
     create_parents: bool,
     max_rows_per_file: int,
+    transfer: Transfer,
 ) -> _PendingWrite:
     """Check the request, declare the table if needed and build the executors' writer (driver side, no job).
 
@@ -307,9 +388,12 @@ def _prepare_write(
     :param storage_options: storage options for the table's files.
     :param create_parents: create missing parent namespaces of a new table.
     :param max_rows_per_file: the largest number of rows in one data file.
+    :param transfer: how the rows go to the writers (:data:`TRANSFERS`).
     """
     if mode not in ("append", "overwrite"):
         raise ln.InvalidInputError(f"Unknown staging mode {mode!r}: expected 'append' or 'overwrite'")
+    if transfer not in TRANSFERS:
+        raise ln.InvalidInputError(f"Unknown transfer {transfer!r}: expected one of {', '.join(TRANSFERS)}")
     table_id = parse_table_identifier(table_id)
     staging.ensure_not_staged(table_id)
     target = prepare_target(
@@ -321,17 +405,16 @@ def _prepare_write(
     )
     schema = _target_schema(df, target, mode)
     write_mode = "append" if mode == "append" and target.exists else "overwrite"
-    writer = functools.partial(
-        write_partition,
-        location=target.location,
-        schema_ipc=schema.serialize().to_pybytes(),
-        write_mode=write_mode,
-        storage_options=dict(target.storage_options),
-        max_rows_per_file=max_rows_per_file,
+    options = {
+        "location": target.location,
+        "schema_ipc": schema.serialize().to_pybytes(),
+        "write_mode": write_mode,
+        "storage_options": dict(target.storage_options),
+        "max_rows_per_file": max_rows_per_file,
         **_refresh(staging.inner, target),
-    )
+    }
     log.info("Writing %s (%s on version %s)", table_id_key(table_id), mode, target.read_version)
-    return _PendingWrite(df=df, target=target, schema=schema, mode=mode, writer=writer)
+    return _PendingWrite(df=df, target=target, schema=schema, mode=mode, options=options, transfer=transfer)
 
 
 def _refresh(namespace: ln.LanceNamespace, target: StagingTarget) -> dict[str, Any]:
@@ -353,6 +436,7 @@ def stage_dataframes(
     create_parents: bool = True,
     max_rows_per_file: int = 1024 * 1024,
     audit: bool = False,
+    transfer: Transfer = "auto",
 ) -> list[StagedDataFrame]:
     """Stage one new version for each of several tables; commit nothing.
 
@@ -361,8 +445,8 @@ def stage_dataframes(
     be committed: every table stays at its old version (new tables stay declared with no version). Data files
     already written are left for cleanup.
 
-    Spark settings: as for :func:`stage_dataframe` (``spark.sql.execution.arrow.maxBytesPerBatch`` and
-    ``maxRecordsPerBatch``; the tables of one session share the smallest of their :func:`arrow_batch_rows`).
+    Spark settings and ``transfer``: as for :func:`stage_dataframe` (``spark.sql.execution.arrow.maxBytesPerBatch``
+    and ``maxRecordsPerBatch``; the tables of one session share the smallest of their :func:`arrow_batch_rows`).
 
     :param namespace: the namespace that will commit the versions.
     :param tables: ``{"ns.table": df}`` or ``[(table_id, df), ...]``.
@@ -372,6 +456,7 @@ def stage_dataframes(
     :param max_rows_per_file: the largest number of rows in one data file.
     :param audit: keep each staged content readable before the commit (write-audit-publish; tables with a
         version only).
+    :param transfer: how the rows go to the writers (see :func:`stage_dataframe`).
     :return: one result per table, in order.
     """
     pairs = list(tables.items()) if isinstance(tables, Mapping) else list(tables)
@@ -389,16 +474,18 @@ def stage_dataframes(
             storage_options=storage_options,
             create_parents=create_parents,
             max_rows_per_file=max_rows_per_file,
+            transfer=transfer,
         )
         for table, df in pairs
     ]
     results = zip(pending, _run_concurrently(pending), strict=True)
-    return [write.stage(staging, reported, audit=audit) for write, reported in results]
+    return [write.stage(staging, written, audit=audit) for write, written in results]
 
 
-def _run_concurrently(pending: Sequence[_PendingWrite]) -> list[list[tuple[str, int]]]:
+def _run_concurrently(pending: Sequence[_PendingWrite]) -> list[tuple[str, list[tuple[str, int]]]]:
     """Run the tables' Spark jobs at the same time (one driver thread each, so the scheduler keeps every core
-    busy: no idle slots at the end of one table's job or while the driver stages); results in order.
+    busy: no idle slots at the end of one table's job or while the driver stages); what :meth:`_PendingWrite.run`
+    returned, in order.
 
     The jobs run under :func:`arrow_batches`, with the fewest rows any of a session's tables asks for. The
     threads inherit the caller's Spark local properties (job group, scheduler pool, description). If a job

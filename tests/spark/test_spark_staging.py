@@ -149,6 +149,85 @@ def test_append_conforms_column_order_and_types(spark, namespace: ln.LanceNamesp
     assert table.to_pydict() == {"name": ["x", "a", "b"], "id": [0, 1, 2]}
 
 
+def test_both_transfers_write_the_same_tables(spark, namespace: ln.LanceNamespace, commit) -> None:
+    """The rows reach the writers as Arrow batches built by the JVM (Dataset.toArrowBatchRdd, the default on a
+    classic session) or through mapInArrow: the same rows and schema land in the tables, several batches per
+    partition, every type the tables take, nulls included; appends are conformed on both routes."""
+    import datetime
+    import decimal
+
+    from airflow_provider_lance.spark.staging import (
+        ARROW_MAX_RECORDS_PER_BATCH,
+        arrow_batch_rdd,
+        spark_to_arrow_schema,
+    )
+
+    ddl = (
+        "id long, name string, score double, bucket int, flag boolean, day date, at timestamp, amount decimal(10,2),"
+        " payload binary, tags array<string>, point struct<x: double, y: double>"
+    )
+    rows = [
+        (
+            i,
+            None if i % 7 == 0 else f"user-{i}",
+            i / 3,
+            i % 16,
+            i % 2 == 0,
+            datetime.date(2026, 1, 1) + datetime.timedelta(days=i % 300),
+            datetime.datetime(2026, 1, 1, 12, 30) + datetime.timedelta(seconds=i),
+            decimal.Decimal(i) / 4,
+            bytes([i % 256]) * (i % 5),
+            None if i % 11 == 0 else [f"t{i % 3}", f"u{i % 5}"],
+            None if i % 13 == 0 else (float(i), -float(i)),
+        )
+        for i in range(3000)
+    ]
+    frame = spark.createDataFrame(rows, ddl).repartition(2)
+    # The JVM writes the batches with the schema the tables get: no batch is cast on its way to Lance.
+    route = arrow_batch_rdd(frame, 500)
+    assert route is not None
+    assert pa.ipc.read_schema(pa.py_buffer(route[1])).equals(spark_to_arrow_schema(frame))
+
+    spark.conf.set(ARROW_MAX_RECORDS_PER_BATCH, "500")  # several batches in each partition
+    try:
+        staged = {
+            transfer: stage_dataframe(frame, namespace, f"t_{transfer}", transfer=transfer)
+            for transfer in ("auto", "map_in_arrow")
+        }
+        commit(namespace, [s.entry for s in staged.values()])
+        # Appends are conformed to the table: columns in another order, a wider type.
+        reordered = frame.select(*reversed(frame.columns)).withColumn("bucket", frame["bucket"].cast("long"))
+        appended = [stage_dataframe(reordered, namespace, f"t_{transfer}", transfer=transfer) for transfer in staged]
+    finally:
+        spark.conf.unset(ARROW_MAX_RECORDS_PER_BATCH)
+    assert {t: s.transfer for t, s in staged.items()} == {"auto": "arrow_batch_rdd", "map_in_arrow": "map_in_arrow"}
+    assert [s.transfer for s in appended] == ["arrow_batch_rdd", "map_in_arrow"]
+    assert all(s.rows == 3000 for s in [*staged.values(), *appended])
+    tables = {t: lance.dataset(namespace_client=namespace, table_id=[f"t_{t}"]).to_table() for t in staged}
+    assert tables["auto"].schema.equals(spark_to_arrow_schema(frame))
+    assert tables["auto"].sort_by("id").equals(tables["map_in_arrow"].sort_by("id"))
+    (row,) = tables["auto"].sort_by("id").slice(3, 1).to_pylist()
+    assert (row["name"], row["amount"], row["payload"], row["tags"], row["point"]) == (
+        "user-3",
+        decimal.Decimal("0.75"),
+        b"\x03" * 3,
+        ["t0", "u3"],
+        {"x": 3.0, "y": -3.0},
+    )
+
+    commit(namespace, [s.entry for s in appended])
+    after = {t: lance.dataset(namespace_client=namespace, table_id=[f"t_{t}"]).to_table() for t in staged}
+    assert after["auto"].num_rows == after["map_in_arrow"].num_rows == 6000
+    assert after["auto"].schema.equals(tables["auto"].schema)
+    assert after["auto"].sort_by("id").equals(after["map_in_arrow"].sort_by("id"))
+
+
+def test_transfer_is_checked_before_anything_is_declared(spark, namespace: ln.LanceNamespace) -> None:
+    with pytest.raises(ln.InvalidInputError, match="Unknown transfer 'rows'"):
+        stage_dataframes(namespace, {"a": demo(spark, 10)}, transfer="rows")  # type: ignore[arg-type]
+    assert not namespace.list_tables(ln.ListTablesRequest(id=[])).tables  # nothing declared
+
+
 def test_arrow_batch_settings_for_the_staging_jobs_only(
     spark, namespace: ln.LanceNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
