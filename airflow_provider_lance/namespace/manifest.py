@@ -109,11 +109,9 @@ class ManifestTable:
         # of that file without reading it: fragments.small_fragment_rows); written in the writers' turn
         self._written_rows: dict[str, pa.Table] = {}
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
-        # a commit are stored once the turn is released; a waiter catches up on deck where reading costs no
-        # storage requests (local disk; measured there only)
+        # a commit are stored once the turn is released
         machine_key = None if storage.private else storage.catalog_key
-        catch_up = self._catch_up if storage.local_disk else None
-        self._writers = WritersTurn(self._commit_group, machine_key, self._snapshots.store_rows, catch_up)
+        self._writers = WritersTurn(self._commit_group, machine_key, self._snapshots.store_rows, self._catch_up)
 
     @contextmanager
     def operation(self) -> Iterator[None]:

@@ -440,37 +440,6 @@ def test_a_process_waiting_for_the_machine_turn_catches_up_on_deck_and_leaves_th
 
 
 @pytest.mark.slow  # starts processes of its own
-def test_a_declare_waiting_for_the_machine_turn_reads_the_other_writers_rows_on_deck(tmp_path: Path) -> None:
-    """A declare that waits for another process's turn reads, on deck, the rows committed since its operation
-    began (here by the reference, which takes no turn), before its turn comes; it lands after it."""
-    waiter = DirectoryNamespace(root=str(tmp_path))
-    waiter.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
-    machine = waiter.manifest._writers._machine
-    assert machine is not None and machine._catch_up is not None
-    catch_up, seen = machine._catch_up, []
-
-    def commit_then_catch_up() -> None:
-        ReferenceNamespace(root=str(tmp_path)).declare_table(ln.DeclareTableRequest(id=["a", "theirs"]))
-        catch_up()
-        current = waiter.manifest._snapshots._current
-        assert current is not None and current.held is not None
-        seen.append(current.held.positions(["a$theirs"]))
-
-    machine._catch_up = commit_then_catch_up
-    with _another_process_holds(waiter.manifest.storage.catalog_key) as (_, release):
-        declaring = threading.Thread(target=waiter.declare_table, args=(ln.DeclareTableRequest(id=["a", "mine"]),))
-        declaring.start()
-        deadline = time.monotonic() + WAIT
-        while not seen and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert len(seen) == 1 and "a$theirs" in seen[0]  # read on deck ...
-        assert declaring.is_alive()  # ... while still waiting for the turn
-        release.set()
-        declaring.join(WAIT)
-    assert sorted(waiter.list_tables(ln.ListTablesRequest(id=["a"])).tables) == ["mine", "theirs"]
-
-
-@pytest.mark.slow  # starts processes of its own
 def test_threads_waiting_for_the_machine_turn_are_handed_it_together_then_it_is_free(tmp_path: Path) -> None:
     """The threads of a process that wait for a busy turn all get it when the other process releases it (one
     ``flock`` blocked for them), and the process gives it back once the last of them is done."""
