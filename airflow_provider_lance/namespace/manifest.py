@@ -111,7 +111,7 @@ class ManifestTable:
         # writer processes of this machine take turns too (memory:// is private to this instance); the rows of
         # a commit are stored once the turn is released
         machine_key = None if storage.private else storage.catalog_key
-        self._writers = WritersTurn(self._commit_group, machine_key, self._snapshots.store_rows, self._catch_up)
+        self._writers = WritersTurn(self._commit_group, machine_key, self._snapshots.store_rows)
 
     @contextmanager
     def operation(self) -> Iterator[None]:
@@ -170,13 +170,6 @@ class ManifestTable:
         if getattr(self._scope, "depth", 0):
             self._scope.snapshot = snapshot
         return snapshot
-
-    def _catch_up(self) -> None:
-        """Read the latest version's rows outside the writers' turn (while this process is on deck: see
-        writers_turn.MachineTurn), so that a commit in the turn reads only what was committed since."""
-        snapshot = self._snapshots.latest()
-        if snapshot is not None:
-            snapshot.index()
 
     # -- reads ------------------------------------------------------------------------------------------
     def metadata(self) -> dict[str, str]:

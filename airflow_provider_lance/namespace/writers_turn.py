@@ -11,9 +11,7 @@ waste their work. Three turns, always taken in this order (so no two writers wai
    instance's group leaders and other commits, one at a time.
 3. **The machine turn** (:class:`MachineTurn`): an advisory ``flock`` per catalog in the machine's temporary
    directory, so a machine's writer processes commit one after the other, each on top of the one before at the
-   first try. 4 and 8 writer processes: 0.88x-1.72x -> 1.29x-1.95x the reference's writes/s (CHANGELOG). Of
-   the processes waiting for it, one at a time is *on deck* (a second ``flock``): it reads what the others
-   committed while the holder commits, so that in its turn only the holder's commit is left to read.
+   first try. 4 and 8 writer processes: 0.88x-1.72x -> 1.29x-1.95x the reference's writes/s (CHANGELOG).
 
 Every wait is bounded by ``TURN_WAIT_SECONDS`` (tuning.py, with why): the turns only save work, correctness
 stays with the guarded append and the retry of conflicting commits.
@@ -22,7 +20,6 @@ stays with the guarded append and the retry of conflicting commits.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import tempfile
 import threading
@@ -47,7 +44,6 @@ except ImportError:  # pragma: no cover - Windows: no machine turn, commits stay
     fcntl = None  # type: ignore[assignment]
 
 _DIRECTORY = "airflow-provider-lance-turns"
-log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -140,19 +136,14 @@ class GroupCommit:
 
 class WritersTurn:
     """The turns of one ``__manifest``'s writers in this process. ``machine_key``: ``Storage.catalog_key``, None
-    for no machine turn (``memory://``); ``released``: called once the turn is released; ``catch_up``: what
-    this process does on deck (:class:`MachineTurn`)."""
+    for no machine turn (``memory://``); ``released``: called once the turn is released."""
 
     def __init__(
-        self,
-        run_group: Callable[[list[Request]], None],
-        machine_key: str | None,
-        released: Callable[[], None],
-        catch_up: Callable[[], None] | None = None,
+        self, run_group: Callable[[list[Request]], None], machine_key: str | None, released: Callable[[], None]
     ) -> None:
         self.group = GroupCommit(run_group)
         self._instance = threading.RLock()
-        self._machine = MachineTurn(machine_key, catch_up) if machine_key is not None else None
+        self._machine = MachineTurn(machine_key) if machine_key is not None else None
         self._released = released
 
     @contextmanager
@@ -178,26 +169,17 @@ class MachineTurn:
     A busy turn is waited for in the kernel: one thread of the process blocks in ``flock`` for every thread of
     it that waits (each at most ``TURN_WAIT_SECONDS``) and hands the turn over the moment the holder releases
     it. Polling a non-blocking ``flock`` every 0.1-1 ms cost each waiting process a wake-up per poll: CPU that
-    the holder's commit queued for (docs/benchmarks.md, "Short-lived writer processes").
+    the holder's commit queued for (docs/benchmarks.md, "Short-lived writer processes")."""
 
-    Before it waits for the turn, that thread waits to be *on deck* (a second ``flock``, ``<path>.deck``), the
-    one process next in line, and there runs ``catch_up`` (reading the latest version's rows) while the holder
-    commits: with 8 writer processes the turn is never free, a waiter's turn comes after the commits of ~6
-    others and its first read in the turn was the whole table in 3 commits of 4 (a compaction rewrites it every
-    8th version); on deck, that read is done outside the turn and the turn reads only the holder's commit.
-    ``catch_up`` never raises (what it reads is checked again in the turn)."""
-
-    def __init__(self, catalog_key: str, catch_up: Callable[[], None] | None = None) -> None:
+    def __init__(self, catalog_key: str) -> None:
         digest = hashlib.sha256(catalog_key.encode()).hexdigest()[:32]
         self.path = Path(tempfile.gettempdir()) / _DIRECTORY / f"{digest}.lock"
-        self._catch_up = catch_up
         self._state = threading.Condition()
         self._holders = 0  # threads of this process holding the turn (they share the one flock)
         self._granted = False  # the blocked flock returned: the turn is this process's, for a waiting thread
         self._blocked = False  # a thread of this process is blocked in flock (only it locks until it returns)
         self._waiters = 0  # threads of this process waiting for the turn
         self._descriptor: int | None = None
-        self._deck: int | None = None  # of ``<path>.deck``: held on deck, until the turn is this process's
         self._pid = os.getpid()
 
     @contextmanager
@@ -235,9 +217,7 @@ class MachineTurn:
                         return True, waited
                     except BlockingIOError:
                         waited = self._blocked = True
-                    waiter = threading.Thread(target=self._block, args=(descriptor, self._deck), name="machine-turn")
-                    waiter.daemon = True
-                    waiter.start()
+                    threading.Thread(target=self._block, args=(descriptor,), name="machine-turn", daemon=True).start()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False, True
@@ -247,23 +227,14 @@ class MachineTurn:
                 finally:
                     self._waiters -= 1
 
-    def _block(self, descriptor: int, deck: int | None) -> None:
-        """Wait in ``flock`` to be on deck (``deck``, None: no deck file) and catch up there, then until the
-        other process releases the turn; hand the turn to a waiting thread, or give it back when none waits any
-        more (each goes ahead without it after ``TURN_WAIT_SECONDS``)."""
-        on_deck = False
+    def _block(self, descriptor: int) -> None:
+        """Wait in ``flock`` until the other process releases the turn, then hand it to a waiting thread, or give
+        it back when none waits any more (each goes ahead without it after ``TURN_WAIT_SECONDS``)."""
         try:
-            if deck is not None:
-                fcntl.flock(deck, fcntl.LOCK_EX)
-                on_deck = True
-                self._catch_up_on_deck()
             fcntl.flock(descriptor, fcntl.LOCK_EX)
             locked = True
         except OSError:  # the waiters go ahead without the turn at their bound
             locked = False
-        finally:
-            if on_deck:
-                fcntl.flock(deck, fcntl.LOCK_UN)  # the next waiter goes on deck
         with self._state:
             self._blocked = False
             if locked and self._waiters and descriptor == self._descriptor:
@@ -271,17 +242,6 @@ class MachineTurn:
             elif locked:
                 fcntl.flock(descriptor, fcntl.LOCK_UN)
             self._state.notify_all()
-
-    def _catch_up_on_deck(self) -> None:
-        """Run ``catch_up`` unless no thread waits any more; optional work, its failure only logged."""
-        with self._state:
-            waiting = self._waiters > 0
-        if self._catch_up is None or not waiting:
-            return
-        try:
-            self._catch_up()
-        except Exception as error:  # the turn reads what it needs itself
-            log.debug("Catching up on deck failed: %s", error)
 
     def _open(self) -> int | None:
         if fcntl is None:
@@ -293,9 +253,5 @@ class MachineTurn:
                 self._descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             except OSError:
                 return None
-            try:
-                self._deck = os.open(f"{self.path}.deck", os.O_RDWR | os.O_CREAT, 0o600)
-            except OSError:  # no deck: waiters catch up in their turn
-                self._deck = None
             self._pid = os.getpid()
         return self._descriptor

@@ -386,16 +386,12 @@ def test_a_stuck_machine_turn_is_passed_by_after_the_one_wait_bound(
         assert holder.is_alive() and not release.is_set()
 
 
-def _free(key: str, deck: bool = False) -> bool:
-    """Whether the machine turn ``key`` (``deck``: its deck) can be taken at once: a new ``MachineTurn`` opens
-    its own files, which ``flock`` treats like another process's."""
+def _free(key: str) -> bool:
+    """Whether the machine turn ``key`` can be taken at once: a new ``MachineTurn`` opens its own file, which
+    ``flock`` treats like another process's."""
     turn = MachineTurn(key)
     descriptor = turn._open()
     assert descriptor is not None
-    if deck:
-        os.close(descriptor)
-        descriptor = turn._deck
-        assert descriptor is not None
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -403,40 +399,6 @@ def _free(key: str, deck: bool = False) -> bool:
     finally:
         os.close(descriptor)
     return True
-
-
-@pytest.mark.slow  # starts processes of its own
-def test_a_process_waiting_for_the_machine_turn_catches_up_on_deck_and_leaves_the_deck_with_its_turn(
-    tmp_path: Path,
-) -> None:
-    """A waiter first takes the deck (one waiting process at a time) and catches up there while the other
-    process still holds the turn; it leaves the deck once the turn is its own, for the next waiter."""
-    key = f"deck {tmp_path}"
-    seen: list[tuple[bool, bool]] = []  # (turn free, deck free) while catching up
-    turn = MachineTurn(key, catch_up=lambda: seen.append((_free(key), _free(key, deck=True))))
-    answers: list[bool] = []
-    inside, leave = threading.Event(), threading.Event()
-
-    def take() -> None:
-        with turn.hold() as another_process:
-            answers.append(another_process)
-            inside.set()
-            assert leave.wait(WAIT)
-
-    with _another_process_holds(key) as (_, release):
-        taker = threading.Thread(target=take)
-        taker.start()
-        deadline = time.monotonic() + WAIT
-        while not seen and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert seen == [(False, False)]  # on deck, while the other process holds the turn
-        assert answers == [] and _free(key, deck=True) is False
-        release.set()
-        assert inside.wait(WAIT)
-        assert answers == [True] and not _free(key) and _free(key, deck=True)  # the deck is left with the turn
-        leave.set()
-        taker.join(WAIT)
-    assert _free(key) and seen == [(False, False)]
 
 
 @pytest.mark.slow  # starts processes of its own
