@@ -538,47 +538,38 @@ rewrite and a process waits for ~7 commits of the others between two of its own)
   79 and 88 -> 86 and 96 ms per process (2 samples each, load 5-10): the rewrites it rightly predicted are then
   written in the turn.
 
-### Fourth pass: the turn's reads on deck (2026-11-27, machine shared and heavily loaded: indicative only)
+### Fourth pass: the turn's reads on deck, measured and removed (2026-11-27)
 
-Measured by wrapping `MachineTurn.hold` in the writer processes (8 x 25 declares, 50-table catalog): CPU of
-the whole process inside the turn (`getrusage`, Lance's worker threads included) is ~1.9x the holding thread's
-(`time.thread_time`, the figure above), and a turn switches context ~56 times (`ru_nvcsw`): a whole read of
-the 5-fragment, 300-row `__manifest` costs ~1.0-1.25 ms of process CPU and ~17 switches, one fragment ~0.4 ms
-and ~5, the guarded append ~1.5 ms and ~18 (quiet, one process). The turn is never free: a writer's operation
-reads the latest version right after its own commit (nothing newer yet) and its turn comes after the commits of
-~6 others (the version found in the turn was 5-8 ahead), so reading the others' rows just before taking the
-turn would not help.
+Measured by wrapping `MachineTurn.hold` in the writer processes (8 x 25 declares, 50-table catalog; loaded
+machine): CPU of the whole process inside the turn (`getrusage`, Lance's worker threads included) is ~1.9x the
+holding thread's (`time.thread_time`, the figure above), and a turn switches context ~56 times (`ru_nvcsw`): a
+whole read of the 5-fragment, 300-row `__manifest` costs ~1.0-1.25 ms of process CPU and ~17 switches, one
+fragment ~0.4 ms and ~5, the guarded append ~1.5 ms and ~18 (quiet, one process). The turn is never free: a
+writer's operation reads the latest version right after its own commit (nothing newer yet) and its turn comes
+after the commits of ~6 others (the version found in the turn was 5-8 ahead), so reading the others' rows just
+before taking the turn would not help.
 
-- **Kept: on deck.** Of the processes waiting for the turn, one at a time is on deck (a second `flock`,
-  `<lock>.deck`, `writers_turn.MachineTurn`) and reads the latest version's rows there while the holder
-  commits; in its turn only the holder's commit is left (the version found in the turn is 1 ahead in ~95 % of
-  commits; whole reads in the turn 17-20 -> 0-8 per process). Local disk only (elsewhere each read costs
-  storage requests; not measured). `tests/namespace/test_group_commit.py` checks the deck and that a waiting
-  declare reads there the rows committed meanwhile.
 - **Kept: the committed version's rows derived after the turn** (`Snapshot.derive`, called by
   `ManifestTable.commit` once the turn is released; check mode still compares them in the committing call).
-- **Figures**, interleaved runs of ours, before (`8976c3e`) and the reference, 1-minute load 8-15 (other
-  helpers' suites), median (min-max): process CPU in the turn per writer, off 139 (110-150) vs 174 (166-191) ms,
-  managed 152 (98-210) vs 196 (165-215) (5 runs each); context switches in the turn 1,119 vs 1,477 and 1,109
-  vs 1,528. The price: the declares' CPU per writer (the deck's read, then the holder's fragment read again in
-  the turn) off 326 (268-375) vs 265 (261-283) ms, managed 377 (250-512) vs 298 (257-325). Whole runs, ours ÷
-  reference: off, writes/s 1.08x (0.97-1.85) vs before 1.15x (0.78-1.39), CPU 0.96x vs 0.95x; managed,
-  writes/s 1.00x (0.85-1.13) vs 0.96x (0.46-1.18), CPU 0.99x vs 1.01x. A second set (off, 4 runs, load 2-13)
-  with the derivation alone (*no deck*): writes/s ours 1.08x (0.75-1.39), no deck 0.84x (0.72-1.06), before
-  0.89x (0.75-0.97); CPU 1.08x, 1.01x, 1.00x. The turn's wall per process did not fall at this load (off 484
-  vs 377 ms): the on-deck read runs beside the holder, on a core the other helpers' work also wants. A third
-  set at a lower load (managed, 4 runs, load 5-7): writes/s ours 0.99x (0.95-1.21), no deck 1.01x (1.00-1.12),
-  before 0.99x (0.96-1.06); CPU 0.98x, 0.97x, 0.98x; process CPU in the turn 131 / 178 / 165 ms, its wall 255 /
-  286 / 292 ms per writer; the declares' CPU 315 / 280 / 257 ms (reference 312). Within this machine's spread
-  all three are at parity with the reference; the quiet re-run (`make bench-issue42`) decides whether the deck
-  stays. Without it: `ManifestTable.__init__` passes no `catch_up`.
+- **Built, measured quiet, removed: on deck.** Of the processes waiting for the turn, one at a time was on deck
+  (a second `flock`) and read the latest version's rows there while the holder committed, so that in its turn
+  only the holder's commit was left (version found in the turn 1 ahead in ~95 % of commits; whole reads in the
+  turn 17-20 -> 0-8 per process; process CPU in the turn per writer, loaded, off 174 -> 139 ms, managed 196 ->
+  152 ms). Its price was the declares' CPU outside the turn (the deck's read, then the holder's fragment read
+  again in the turn: +20-25 % under load), and on the quiet machine the price won: one run of the section with
+  *before* = `c8728c8` (the engine without the deck) in the same interleaved runs, 5 runs per mode, writes/s ÷
+  the reference, median (runs): off, with the deck 0.93x (0.93, 1.25, 0.80, 0.91, 0.95), without 1.00x (0.91,
+  1.04, 1.03, 0.90, 1.00); managed 0.94x (1.05, 0.99, 0.93, 0.89, 0.93) against 1.01x (0.78, 1.02, 1.05, 0.90,
+  1.01); the writers' CPU ÷ the reference 1.05x / 1.04x with it, 0.98x / 0.95x without (1-minute load 0.6 at
+  the start, 6.6 at the end: the machine's own runs). The whole `make bench-issue42` run before it had measured
+  the deck at 0.91x / 0.91x.
 - **Measured, not kept:** the duplicate check of a commit by one scan of the id column filtered on its ids
   (`present`), instead of indexing the whole version in the turn, the index left to the next operation: the
   scan costs what a whole read costs (~1.3 ms of process CPU, 13 switches: pylance's scanner and one task per
   fragment), and the next operation then read whole what it used to extend from the derived rows: 3 runs
   (load 9), the holding thread's CPU in the turn 86 vs 97 ms per writer, the declares' CPU 371 vs 287 ms.
 
-Next: the deck's extra CPU is the second open and read of the holder's commit in the turn (~0.7 ms a declare);
-commits of several processes grouped in one (a queue in the machine turn) would take the per-commit floor
-(~1.5 ms) out of the serial path.
+Next: commits of several processes grouped in one (a queue in the machine turn) would take the per-commit floor
+(~1.5 ms) out of the serial path; this machine's spread (0.78-1.05x run to run for one engine) is wider than
+any change measured here.
 """  # noqa: E501
