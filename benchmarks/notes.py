@@ -427,6 +427,15 @@ Parquet 12.00, 12.47, 16.53 s; ours 10.72, 7.20, 9.10 (best ÷ best 0.60x, media
 `mapInArrow` 11.04, 8.96, 9.67. Not a quiet figure (the load inflates Parquet's disk-bound writes and everyone's
 CPU); the integrator's quiet `make bench-issue42` decides.
 
+**Quiet** (`make bench-issue42` on `2f1875a`, nothing else running; 5 interleaved rounds, medians): at 4 x 10M
+ours 6.08 s, ours through `mapInArrow` 6.42 s, Parquet 7.85 s; per-round ratio ÷ Parquet **0.77x** (0.74-0.88)
+against 0.84x (0.77-0.90) through `mapInArrow` in the same rounds; CPU per round ours 11.48 s (JVM 7.66 + workers
+3.83), through `mapInArrow` 12.07 s (7.96 + 4.20), Parquet 14.82 s. At 2 x 2M: 0.71x (0.59-0.77) against 0.79x.
+On the quiet machine the RDD route saves ~5 % of ours' CPU and wall, far less than the 25 % measured under load
+above (the load inflated `mapInArrow`'s JVM time most); that 5 % is what takes 4 x 10M under 0.8x by the median,
+while best ÷ best stays at 0.81x (5.96 / 7.40 s) and Parquet's JVM took 14.1-15.2 CPU-s a round here against
+13.9 in the run before (the same code path for Parquet: this machine's drift from run to run).
+
 Found on the way and fixed: a DataFrame with a decimal column failed to stage on **both** routes (Lance panicked:
 "Memory pointer ... is not aligned"): Spark's JVM pads the buffers of its Arrow batches to 8 bytes, arrow-rs needs
 16-byte decimals. The writer now copies a decimal column (or a nested one holding decimals) whose buffer is off a
