@@ -9,8 +9,8 @@ old versions.
 How the rows reach the Python workers (``transfer``, :data:`TRANSFERS`): on a classic Spark session, as an RDD
 of Arrow record batches that Spark's JVM builds from the rows (``Dataset.toArrowBatchRdd``, reached through
 py4j: :func:`arrow_batch_rdd`); on Spark Connect, or if that JVM method is not there, with ``mapInArrow``, which
-wraps every row in a struct on its way to Arrow (about 20% more of the JVM's CPU; see
-``benchmarks/notes.py``). What is written is the same either way.
+wraps every row in a struct on its way to Arrow (quiet, 4 x 10M rows: ~5 % more CPU and wall for the staging;
+see ``benchmarks/notes.py``). What is written is the same either way.
 
 Spark settings: the staging jobs run with ``spark.sql.execution.arrow.maxBytesPerBatch=2147483647`` and
 ``spark.sql.execution.arrow.maxRecordsPerBatch`` from :func:`arrow_batch_rows` (see :func:`arrow_batches`) unless
