@@ -21,6 +21,7 @@ from airflow_provider_lance.namespace import fragments, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
 from airflow_provider_lance.namespace.manifest_rows import RowSelection
+from airflow_provider_lance.namespace.offers import RETRY, Offer, OfferBox
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import Storage
@@ -33,6 +34,16 @@ class DuplicateObjectError(Exception):
     def __init__(self, object_id: str | None) -> None:
         super().__init__(object_id)
         self.object_id = object_id
+
+
+def _takes(offer: Offer, index: RowIndex, taken: set[str]) -> bool:
+    """Whether another process's ``offer`` joins the commit: none of its ids is in the version below nor taken
+    (then they are). An offer is one unit: with any duplicate its writer commits it (and fails that request)."""
+    ids = offer.rows["object_id"].to_pylist()
+    if len(set(ids)) < len(ids) or taken.intersection(ids) or index.positions(ids):
+        return False
+    taken.update(ids)
+    return True
 
 
 class NothingToCommit(Exception):
@@ -61,20 +72,51 @@ class InsertGroup:
     """One commit of a group of inserts: a guarded append of every request that duplicates no row of the version
     below nor an earlier request; when a compaction that rewrites every row would follow at once, the commit is
     that rewrite (``maintenance.rewrite_due``). ``group``: the requests, in queue order.
+
+    With the machine's other writer processes (``offers``, offers.py): while another process holds the machine
+    turn, the written group is offered to it (:meth:`offer`), and is answered when it committed it
+    (:meth:`settled`); a group that holds the turn commits the offers it finds with its own appends.
     """
 
     group: list[Request]
     storage: Storage
     storage_options: dict[str, str] | None
     policy: MaintenancePolicy
+    offers: OfferBox | None = None
     seen: Snapshot | None = None  # the version the last attempt validated against
     _written: _Written = field(default_factory=_Written)
+    _offer: Offer | None = None  # this group's offer, posted while another process holds the turn
+    _unsure: bool = False  # offered, claimed and not answered: a commit may have landed it
+    _claimed: list[Offer] = field(default_factory=list)  # other processes' offers, not answered yet
+    _attempt: list[Offer] = field(default_factory=list)  # those the last commit attempt committed
+    _committed: list[Offer] = field(default_factory=list)  # those the commit committed
 
     def prepare(self, snapshot: Snapshot) -> None:
         """Write the data file before the writers' turn: usually no request is a duplicate and it commits as is."""
         dataset = snapshot.private()
         base = snapshot if maintenance.rewrite_due(dataset, self.policy) else None
         self._write([request for request in self.group if not request.answered], dataset, base)
+
+    def offer(self) -> None:
+        """Another process holds the machine turn: offer it this group's appended data file."""
+        written = self._written
+        if self.offers is not None and written.fragments and written.base is None:
+            rows = pa.concat_tables([request.rows for request in written.requests])
+            self._offer = self.offers.post(rows, written.fragments)
+
+    def settled(self) -> bool:
+        """In the turn, before a commit: whether the process that held the turn committed this group's offer
+        (each request is then answered); otherwise the group commits as usual."""
+        offer, self._offer = self._offer, None
+        if offer is None or self.offers is None:
+            return False
+        version = self.offers.answer_of(offer)
+        if not version:  # claimed and not committed (RETRY), or by a holder that died or gave up
+            self._unsure = version == RETRY or not self.offers.withdraw(offer)  # then :meth:`write` looks first
+            return False
+        for request in self._written.requests:
+            request.answer()
+        return True
 
     def _write(self, accepted: list[Request], dataset: lance.LanceDataset, base: Snapshot | None) -> None:
         data = pa.concat_tables([request.rows for request in accepted])
@@ -86,8 +128,10 @@ class InsertGroup:
     def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
         """One commit attempt on top of ``snapshot``."""
         retry, self.seen, written = self.seen is not None, snapshot, self._written
-        if retry and written.fragments and fragments.holds(dataset, written.fragments):
-            return dataset, None  # the commit landed though it reported a conflict
+        if (retry or self._unsure) and written.fragments and fragments.holds(dataset, written.fragments):
+            self._answer_offers(dataset.version)  # the offers of the attempt that landed landed with it
+            return dataset, None  # the commit landed though it reported a conflict (or a holder committed it)
+        self._attempt = []  # each attempt takes the claimed offers whose ids are still free (else: RETRY)
         index = snapshot.index()
         accepted, taken = [], set()
         for request in self.group:
@@ -106,15 +150,37 @@ class InsertGroup:
         base = snapshot if due else None
         if accepted != written.requests or written.base is not base:
             written.discard(self.storage)
-        if not accepted:
+        if base is None and self.offers is not None:  # other processes' offers join an append
+            self._claimed.extend(self.offers.claim())
+            self._attempt = [offer for offer in self._claimed if _takes(offer, index, taken)]
+        if not accepted and not self._attempt:
             raise NothingToCommit
-        if not written.fragments:
+        if accepted and not written.fragments:
             self._write(accepted, dataset, base)
-        commit = fragments.commit_append if base is None else fragments.commit_rewrite
-        return commit(dataset, written.fragments, self.storage_options), None
+        if base is not None:
+            return fragments.commit_rewrite(dataset, written.fragments, self.storage_options), None
+        offered = [data for offer in self._attempt for data in offer.fragments]
+        committed = fragments.commit_append(dataset, written.fragments + offered, self.storage_options)
+        self._answer_offers(committed.version)
+        return committed, None
+
+    def _answer_offers(self, version: int) -> None:
+        """The offers the commit of ``version`` committed are answered with it."""
+        for offer in self._attempt:
+            self.offers.answer(offer, version)  # type: ignore[union-attr]  # an attempt has offers only with a box
+            self._claimed.remove(offer)
+        self._committed, self._attempt = self._attempt, []
+
+    def close(self) -> None:
+        """Before the turn is released: the offers claimed and not committed are answered :data:`RETRY` (their
+        writers commit them)."""
+        for offer in self._claimed:
+            self.offers.answer(offer, RETRY)  # type: ignore[union-attr]
+        self._claimed, self._attempt = [], []
 
     def change(self, index: RowIndex) -> RowIndex:
-        return index.appended(pa.concat_tables([request.rows for request in self._written.requests]))
+        rows = [request.rows for request in self._written.requests] + [offer.rows for offer in self._committed]
+        return index.appended(pa.concat_tables(rows))
 
     def abandon(self) -> None:
         """The group did not commit: its data file is deleted."""
@@ -177,17 +243,19 @@ def commit_group(
     conflict_retries: int,
     snapshot: Snapshot | None,
     policy: MaintenancePolicy,
+    offers: OfferBox | None,
 ) -> Any:
     """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); ``snapshot``: the
-    latest version known (None without ``__manifest``), to write data files on before the commit. Returns the
-    version the last attempt worked on (where a group that needed no commit found its answers)."""
+    latest version known (None without ``__manifest``), to write data files on before the commit; ``offers``:
+    the machine's offers (offers.py). Returns the version the last attempt worked on (where a group that needed
+    no commit found its answers; None when another process committed it)."""
     writes: InsertGroup | DeleteGroup
     if group[0].kind == INSERT:
-        writes = inserts = InsertGroup(group, storage, storage.options or None, policy)
+        writes = inserts = InsertGroup(group, storage, storage.options or None, policy, offers)
         try:
             if snapshot is not None:
                 inserts.prepare(snapshot)
-            commit(inserts.write, inserts.change)
+            commit(inserts.write, inserts.change, share=inserts)
         except BaseException as error:
             inserts.abandon()
             if not isinstance(error, NothingToCommit):

@@ -18,7 +18,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import lance
 import lance_namespace as ln
@@ -28,7 +28,13 @@ from lance.fragment import FragmentMetadata
 
 from airflow_provider_lance.namespace import feature_flags, fragments, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
-from airflow_provider_lance.namespace.group_commit import DELETE, INSERT, DuplicateObjectError, commit_group
+from airflow_provider_lance.namespace.group_commit import (
+    DELETE,
+    INSERT,
+    DuplicateObjectError,
+    InsertGroup,
+    commit_group,
+)
 from airflow_provider_lance.namespace.identifiers import DELIMITER, MANIFEST_DIR
 from airflow_provider_lance.namespace.manifest_rows import (
     SCHEMA,
@@ -265,7 +271,15 @@ class ManifestTable:
         """Commit a group of inserts, upserts or deletes (group_commit.py) as one ``__manifest`` commit."""
         self._scope.published = None
         snapshot = self._snapshot() if group[0].kind == INSERT else None
-        seen = commit_group(group, self.commit, self.storage, self.commit_retries, snapshot, self.maintenance_policy)
+        seen = commit_group(
+            group,
+            self.commit,
+            self.storage,
+            self.commit_retries,
+            snapshot,
+            self.maintenance_policy,
+            self._writers.offers,
+        )
         for request in group:  # the version that answered them: the commit's, or the one found to hold a duplicate
             request.snapshot = getattr(self._scope, "published", None) or seen
 
@@ -419,46 +433,66 @@ class ManifestTable:
         change: Callable[[RowIndex], RowIndex] | None = None,
         maintain: bool = True,
         retries: int | None = None,
+        share: InsertGroup | None = None,
     ) -> _T:
         """The one place every ``__manifest`` write passes, in the writers' turn: ``write`` commits on a private
         copy of the latest snapshot and returns the committed dataset (and its result), which is published.
         ``change``: how the commit changed the rows (they are derived, not read again: ``Snapshot._rows``).
-        ``maintain``: run maintenance when a threshold is crossed; ``retries``: default ``commit_retries``.
+        ``maintain``: run maintenance when a threshold is crossed; ``retries``: default ``commit_retries``;
+        ``share``: inserts offered to another process while it holds the machine turn (offers.py), whose
+        ``write`` returns None: None is returned when that process committed them.
         A thread starts from this instance's last commit when it is newer than its operation's snapshot, and
         from the latest version after another process held the machine turn. The committed version's rows are
         derived after the turn."""
         retries = self.commit_retries if retries is None else retries
-        with self._writers.hold() as another_process:
-            mine, last = getattr(self._scope, "snapshot", None), self._last_published
-            if another_process:
-                self._scope.snapshot = None
-            elif mine and last and last.version > mine.version and last.verified_at >= mine.verified_at:
-                self._scope.snapshot = last  # published after mine was read (a re-created catalog starts over)
-            for attempt in range(retries + 1):
-                snapshot = self._snapshot() or self._create()
-                feature_flags.check_writable(snapshot.metadata)
-                try:
-                    dataset, result = write(snapshot, snapshot.private())
-                except (OSError, ValueError, RuntimeError) as error:
-                    self._scope.snapshot = None  # the next read must see the winning writer's rows
-                    if not _is_commit_conflict(error):
-                        raise
-                    if attempt == retries:
-                        raise ln.ConcurrentModificationError(
-                            f"__manifest commit still conflicting after {retries} retries: {error}"
-                        ) from error
-                    if attempt:  # back off, de-synchronised
-                        time.sleep(random.uniform(0, COMMIT_BACKOFF_SECONDS * 2 ** min(attempt, 5)))
-                    continue
-                published = Snapshot.of(dataset, check=self._snapshots.check).follows(snapshot, change)
-                self._publish(published)
-                if maintain:
-                    maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
-                break
-            else:
-                raise AssertionError("unreachable")
+        with self._writers.hold(share.offer if share is not None else None) as another_process:
+            try:
+                if share is not None and share.settled():
+                    self._scope.snapshot = None  # the operation goes on at the latest version
+                    return cast(_T, None)
+                published, result = self._commit(write, change, maintain, retries, another_process)
+            finally:
+                if share is not None:
+                    share.close()
         published.derive()  # once the turn is released: the other writers need not wait for it
         return result
+
+    def _commit(
+        self,
+        write: Callable[[Snapshot, lance.LanceDataset], tuple[lance.LanceDataset, _T]],
+        change: Callable[[RowIndex], RowIndex] | None,
+        maintain: bool,
+        retries: int,
+        another_process: bool,
+    ) -> tuple[Snapshot, _T]:
+        """:meth:`commit` in the writers' turn: the attempts, the committed version published."""
+        mine, last = getattr(self._scope, "snapshot", None), self._last_published
+        if another_process:
+            self._scope.snapshot = None
+        elif mine and last and last.version > mine.version and last.verified_at >= mine.verified_at:
+            self._scope.snapshot = last  # published after mine was read (a re-created catalog starts over)
+        for attempt in range(retries + 1):
+            snapshot = self._snapshot() or self._create()
+            feature_flags.check_writable(snapshot.metadata)
+            try:
+                dataset, result = write(snapshot, snapshot.private())
+            except (OSError, ValueError, RuntimeError) as error:
+                self._scope.snapshot = None  # the next read must see the winning writer's rows
+                if not _is_commit_conflict(error):
+                    raise
+                if attempt == retries:
+                    raise ln.ConcurrentModificationError(
+                        f"__manifest commit still conflicting after {retries} retries: {error}"
+                    ) from error
+                if attempt:  # back off, de-synchronised
+                    time.sleep(random.uniform(0, COMMIT_BACKOFF_SECONDS * 2 ** min(attempt, 5)))
+                continue
+            published = Snapshot.of(dataset, check=self._snapshots.check).follows(snapshot, change)
+            self._publish(published)
+            if maintain:
+                maintenance.maybe_maintain(self, published.version, self.maintenance_policy)
+            return published, result
+        raise AssertionError("unreachable")
 
 
 def _applied(data: pa.Table, wanted: list[str], applied: list[str]) -> pa.Table:
