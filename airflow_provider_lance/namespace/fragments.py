@@ -191,8 +191,13 @@ def delete_files(storage: Storage, table: str, fragments: list[FragmentMetadata]
 
 def holds(dataset: lance.LanceDataset, fragments: list[FragmentMetadata]) -> bool:
     """Whether ``dataset``'s version references the data files of ``fragments`` (a commit of them landed)."""
-    written = set(data_file_paths(fragments))
-    return any(
+    return holds_files(dataset, data_file_paths(fragments))
+
+
+def holds_files(dataset: lance.LanceDataset, paths: list[str]) -> bool:
+    """Whether ``dataset``'s version references any of the data files ``paths`` (relative to ``data/``)."""
+    written = set(paths)
+    return bool(written) and any(
         data_file.path in written for fragment in dataset.get_fragments() for data_file in fragment.metadata.files
     )
 

@@ -55,16 +55,18 @@ INSERT, DELETE = "insert", "delete"
 
 @dataclass
 class _Written:
-    """The data file of a group's inserts, committed again on each retry while its requests stay the same."""
+    """The data file of a group's inserts (and of the offers it takes), committed again on each retry while its
+    requests and offers stay the same."""
 
     requests: list[Request] = field(default_factory=list)
+    offers: list[Offer] = field(default_factory=list)
     fragments: list[FragmentMetadata] = field(default_factory=list)
     base: Snapshot | None = None  # the version whose every row the file also holds (a rewrite), if any
 
     def discard(self, storage: Storage) -> None:
         if self.fragments:
             fragments.delete_files(storage, MANIFEST_DIR, self.fragments)  # no version holds it: none will
-        self.requests, self.fragments, self.base = [], [], None
+        self.requests, self.offers, self.fragments, self.base = [], [], [], None
 
 
 @dataclass
@@ -74,8 +76,8 @@ class InsertGroup:
     that rewrite (``maintenance.rewrite_due``). ``group``: the requests, in queue order.
 
     With the machine's other writer processes (``offers``, offers.py): while another process holds the machine
-    turn, the written group is offered to it (:meth:`offer`), and is answered when it committed it
-    (:meth:`settled`); a group that holds the turn commits the offers it finds with its own appends.
+    turn, the group's rows are offered to it (:meth:`offer`), and the group is done when it committed them
+    (:meth:`settled`); a group that holds the turn writes and commits the offers it finds with its own rows.
     """
 
     group: list[Request]
@@ -85,53 +87,47 @@ class InsertGroup:
     offers: OfferBox | None = None
     seen: Snapshot | None = None  # the version the last attempt validated against
     _written: _Written = field(default_factory=_Written)
-    _offer: Offer | None = None  # this group's offer, posted while another process holds the turn
-    _unsure: bool = False  # offered, claimed and not answered: a commit may have landed it
-    _claimed: list[Offer] = field(default_factory=list)  # other processes' offers, not answered yet
-    _attempt: list[Offer] = field(default_factory=list)  # those the last commit attempt committed
-    _committed: list[Offer] = field(default_factory=list)  # those the commit committed
-
-    def prepare(self, snapshot: Snapshot) -> None:
-        """Write the data file before the writers' turn: usually no request is a duplicate and it commits as is."""
-        dataset = snapshot.private()
-        base = snapshot if maintenance.rewrite_due(dataset, self.policy) else None
-        self._write([request for request in self.group if not request.answered], dataset, base)
+    _offer: Offer | None = None  # this group's offer, posted while another process held the turn
+    _unsure: bool = False  # its offer was claimed and not committed: an attempt looks whether a holder's did
+    _claimed: list[Offer] = field(default_factory=list)  # other processes' offers, not finally answered yet
 
     def offer(self) -> None:
-        """Another process holds the machine turn: offer it this group's appended data file."""
-        written = self._written
-        if self.offers is not None and written.fragments and written.base is None:
-            rows = pa.concat_tables([request.rows for request in written.requests])
-            self._offer = self.offers.post(rows, written.fragments)
+        """Another process holds the machine turn: offer it the rows of this group."""
+        if self.offers is not None:
+            self._offer = self.offers.post(pa.concat_tables([request.rows for request in self.group]))
 
     def settled(self) -> bool:
         """In the turn, before a commit: whether the process that held the turn committed this group's offer
         (each request is then answered); otherwise the group commits as usual."""
-        offer, self._offer = self._offer, None
-        if offer is None or self.offers is None:
+        offer, box = self._offer, self.offers
+        if offer is None or box is None:
             return False
-        version = self.offers.answer_of(offer)
-        if not version:  # claimed and not committed (RETRY), or by a holder that died or gave up
-            self._unsure = version == RETRY or not self.offers.withdraw(offer)  # then :meth:`write` looks first
-            return False
-        for request in self._written.requests:
-            request.answer()
-        return True
+        answer = box.answer_of(offer)
+        if answer is not None and answer.committed:
+            box.done(offer)
+            self._offer = None
+            return True
+        if answer is None and box.withdraw(offer):
+            self._offer = None  # nobody claimed it
+        else:
+            self._unsure = True  # claimed and not committed, or claimed by a holder still at work
+        return False
 
-    def _write(self, accepted: list[Request], dataset: lance.LanceDataset, base: Snapshot | None) -> None:
-        data = pa.concat_tables([request.rows for request in accepted])
-        if base is not None:
-            data = pa.concat_tables([base.table().cast(dataset.schema), data.cast(dataset.schema)])
-        self._written.fragments.extend(fragments.write_rows(dataset, data, self.storage_options))
-        self._written.requests, self._written.base = accepted, base
+    def _landed_elsewhere(self, dataset: lance.LanceDataset) -> bool:
+        """Whether the version holds a data file that a holder wrote this group's offered rows into."""
+        if not self._unsure or self._offer is None or self.offers is None:
+            return False
+        answer = self.offers.answer_of(self._offer)
+        return answer is not None and fragments.holds_files(dataset, answer.files)
 
     def write(self, snapshot: Snapshot, dataset: lance.LanceDataset) -> tuple[lance.LanceDataset, None]:
         """One commit attempt on top of ``snapshot``."""
         retry, self.seen, written = self.seen is not None, snapshot, self._written
-        if (retry or self._unsure) and written.fragments and fragments.holds(dataset, written.fragments):
-            self._answer_offers(dataset.version)  # the offers of the attempt that landed landed with it
-            return dataset, None  # the commit landed though it reported a conflict (or a holder committed it)
-        self._attempt = []  # each attempt takes the claimed offers whose ids are still free (else: RETRY)
+        if retry and written.fragments and fragments.holds(dataset, written.fragments):
+            self._answer(written.offers, dataset.version)  # the offers it wrote landed with it
+            return dataset, None  # the commit landed though it reported a conflict
+        if self._landed_elsewhere(dataset):
+            return dataset, None  # a holder committed this group's rows
         index = snapshot.index()
         accepted, taken = [], set()
         for request in self.group:
@@ -145,42 +141,59 @@ class InsertGroup:
                 continue
             accepted.append(request)
             taken.update(ids)
-        # the version prepare() found due is due still (no fragment listing again)
+        if self.offers is not None:  # the offers of other processes waiting for the turn join the commit
+            self._claimed.extend(self.offers.claim())
+        joined = [offer for offer in self._claimed if _takes(offer, index, taken)]
+        # the version the last attempt found due is due still (no fragment listing again)
         due = written.base is snapshot or maintenance.rewrite_due(dataset, self.policy)
         base = snapshot if due else None
-        if accepted != written.requests or written.base is not base:
+        if accepted != written.requests or joined != written.offers or written.base is not base:
             written.discard(self.storage)
-        if base is None and self.offers is not None:  # other processes' offers join an append
-            self._claimed.extend(self.offers.claim())
-            self._attempt = [offer for offer in self._claimed if _takes(offer, index, taken)]
-        if not accepted and not self._attempt:
+        if not accepted and not joined:
             raise NothingToCommit
-        if accepted and not written.fragments:
-            self._write(accepted, dataset, base)
-        if base is not None:
-            return fragments.commit_rewrite(dataset, written.fragments, self.storage_options), None
-        offered = [data for offer in self._attempt for data in offer.fragments]
-        committed = fragments.commit_append(dataset, written.fragments + offered, self.storage_options)
-        self._answer_offers(committed.version)
+        if not written.fragments:
+            self._write(accepted, joined, dataset, base)
+        commit = fragments.commit_append if base is None else fragments.commit_rewrite
+        committed = commit(dataset, written.fragments, self.storage_options)
+        self._answer(joined, committed.version)
         return committed, None
 
-    def _answer_offers(self, version: int) -> None:
-        """The offers the commit of ``version`` committed are answered with it."""
-        for offer in self._attempt:
-            self.offers.answer(offer, version)  # type: ignore[union-attr]  # an attempt has offers only with a box
+    def _write(
+        self, accepted: list[Request], joined: list[Offer], dataset: lance.LanceDataset, base: Snapshot | None
+    ) -> None:
+        """Write the data file of the accepted requests and joined offers (after every row of ``base``) and tell
+        the offers' writers its name before it is committed."""
+        tables = [request.rows for request in accepted] + [offer.rows for offer in joined]
+        data = pa.concat_tables(tables)
+        if base is not None:
+            data = pa.concat_tables([base.table().cast(dataset.schema), data.cast(dataset.schema)])
+        written = self._written
+        written.fragments = fragments.write_rows(dataset, data, self.storage_options)
+        written.requests, written.offers, written.base = accepted, joined, base
+        for offer in joined:
+            offer.files = fragments.data_file_paths(written.fragments)
+            OfferBox.answer(offer, None)
+
+    def _answer(self, offers: list[Offer], version: int) -> None:
+        for offer in offers:
+            OfferBox.answer(offer, version)
             self._claimed.remove(offer)
-        self._committed, self._attempt = self._attempt, []
 
     def close(self) -> None:
         """Before the turn is released: the offers claimed and not committed are answered :data:`RETRY` (their
-        writers commit them)."""
+        writers commit them), and this group's own answer is taken away."""
         for offer in self._claimed:
-            self.offers.answer(offer, RETRY)  # type: ignore[union-attr]
-        self._claimed, self._attempt = [], []
+            OfferBox.answer(offer, RETRY)
+        self._claimed = []
+        if self._offer is not None and self.offers is not None:
+            self.offers.done(self._offer)
+            self._offer = None
 
     def change(self, index: RowIndex) -> RowIndex:
-        rows = [request.rows for request in self._written.requests] + [offer.rows for offer in self._committed]
-        return index.appended(pa.concat_tables(rows))
+        written = self._written
+        return index.appended(
+            pa.concat_tables([request.rows for request in written.requests] + [offer.rows for offer in written.offers])
+        )
 
     def abandon(self) -> None:
         """The group did not commit: its data file is deleted."""
@@ -241,20 +254,16 @@ def commit_group(
     commit: Callable[..., Any],
     storage: Storage,
     conflict_retries: int,
-    snapshot: Snapshot | None,
     policy: MaintenancePolicy,
     offers: OfferBox | None,
 ) -> Any:
-    """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); ``snapshot``: the
-    latest version known (None without ``__manifest``), to write data files on before the commit; ``offers``:
-    the machine's offers (offers.py). Returns the version the last attempt worked on (where a group that needed
-    no commit found its answers; None when another process committed it)."""
+    """Commit a group of requests of one kind with ``commit`` (``ManifestTable.commit``); ``offers``: the
+    machine's offers (offers.py). Returns the version the last attempt worked on (where a group that needed no
+    commit found its answers; None when another process committed it)."""
     writes: InsertGroup | DeleteGroup
     if group[0].kind == INSERT:
         writes = inserts = InsertGroup(group, storage, storage.options or None, policy, offers)
         try:
-            if snapshot is not None:
-                inserts.prepare(snapshot)
             commit(inserts.write, inserts.change, share=inserts)
         except BaseException as error:
             inserts.abandon()

@@ -270,15 +270,8 @@ class ManifestTable:
     def _commit_group(self, group: list[Request]) -> None:
         """Commit a group of inserts, upserts or deletes (group_commit.py) as one ``__manifest`` commit."""
         self._scope.published = None
-        snapshot = self._snapshot() if group[0].kind == INSERT else None
         seen = commit_group(
-            group,
-            self.commit,
-            self.storage,
-            self.commit_retries,
-            snapshot,
-            self.maintenance_policy,
-            self._writers.offers,
+            group, self.commit, self.storage, self.commit_retries, self.maintenance_policy, self._writers.offers
         )
         for request in group:  # the version that answered them: the commit's, or the one found to hold a duplicate
             request.snapshot = getattr(self._scope, "published", None) or seen

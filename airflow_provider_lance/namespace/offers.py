@@ -1,23 +1,25 @@
-"""Offers: a writer process waiting for the machine turn (writers_turn.py) hands its written inserts to the process
-that holds the turn, which commits them with its own in one ``__manifest`` commit (group_commit.py).
+"""Offers: a writer process waiting for the machine turn (writers_turn.py) hands the rows it inserts to the process
+that holds the turn, which writes and commits them with its own in one ``__manifest`` commit (group_commit.py).
 
 Short-lived writers (Airflow tasks, Spark executors) declaring at the same time otherwise commit one after the
-other, each reading the latest version again and committing alone. An offer is one process's group of inserts
-whose data file is written: an Arrow IPC file of its rows (what the data file holds), the data file's fragment
-metadata in its schema metadata. It lives in the machine's temporary directory next to the turn's lock file, and
-only while its writer waits:
+other, each writing a data file, reading the latest version again and committing alone. An offer is one
+process's group of inserts: an Arrow IPC file of its rows in the machine's temporary directory, next to the
+turn's lock file, that lives only while its writer waits:
 
 1. The waiter posts ``<name>.offer`` (written aside, then renamed) when it finds the turn held by another process.
 2. The holder, in its commit, claims each offer by renaming it to ``<name>.claimed``: a rename only one process
-   can make. It commits the claimed offers' data files with its own when none of their ids is taken (an offer
-   is one unit: all its rows land or none does), and answers each in ``<name>.answer`` before it releases the
-   turn: the version that committed it, or ``retry``.
-3. The waiter, once it has the turn (or gave up waiting for it), reads its answer. None: it withdraws its offer
-   (deletes it) and commits as usual; an offer it cannot withdraw was claimed by a holder that died or gave up
-   before answering, and the waiter's commit first looks whether its data file landed (``fragments.holds``).
+   can make. When none of its ids is taken (an offer is one unit: all its rows land or none does) its rows go
+   into the holder's data file. Before committing, the holder writes each such offer's answer with that data
+   file's name and no version (its intent); after, the version that committed it. An offer it does not commit
+   is answered :data:`RETRY`.
+3. The waiter, once it has the turn (or gave up waiting for it), reads its answer: committed, it is done without
+   reading the catalog again or writing anything. No answer: it withdraws its offer (deletes it) and commits as
+   usual. Claimed and not committed (an intent or a retry answer, or claimed by a holder still at work after the
+   waiter stopped waiting): before each commit attempt it looks whether the data file its answer names is in the
+   latest version (``fragments.holds_files``); otherwise it commits its rows itself.
 
 Correctness stays with the guarded append: every commit, the holder's included, is exactly the next version of
-the one its ids were checked against, so an offer cannot land twice nor beside a duplicate id. Offers only save
+the one its ids were checked against, so rows cannot land twice nor beside a duplicate id. Offers only save
 work; a file of another user, or older than the turn's bound (its writer is gone), is never committed.
 """
 
@@ -27,16 +29,14 @@ import json
 import os
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-from lance.fragment import FragmentMetadata
 
 from airflow_provider_lance.namespace.tuning import MAX_GROUP_ROWS, TURN_WAIT_SECONDS
 
-_FRAGMENTS = b"fragments"
-#: The answer to an offer no version committed (Lance versions start at 1): its writer commits it itself.
+#: The version of an answer that no version committed the offer in (Lance versions start at 1).
 RETRY = 0
 # An offer or answer left this long is its writer's (crashed, or answered after it gave up): deleted.
 _STALE_SECONDS = 10 * TURN_WAIT_SECONDS
@@ -44,15 +44,28 @@ _STALE_SECONDS = 10 * TURN_WAIT_SECONDS
 
 @dataclass
 class Offer:
-    """One process's written inserts: ``rows`` (what its data files hold) and their ``fragments``."""
+    """One process's rows to insert, posted at ``path`` (``<name>.offer``, ``<name>.claimed`` once claimed)."""
 
-    path: Path  # where it is posted (``<name>.offer``), or claimed (``<name>.claimed``)
+    path: Path
     rows: pa.Table
-    fragments: list[FragmentMetadata]
+    files: list[str] = field(default_factory=list)  # the holder's data files that hold its rows, if any
 
     @property
     def answer_path(self) -> Path:
         return self.path.with_suffix(".answer")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the holder said: committed in ``version`` (None: about to commit, :data:`RETRY`: not committed), and
+    the data files it wrote the rows into (empty when it wrote none)."""
+
+    version: int | None
+    files: list[str]
+
+    @property
+    def committed(self) -> bool:
+        return bool(self.version)
 
 
 class OfferBox:
@@ -62,41 +75,42 @@ class OfferBox:
         self.directory = directory
 
     # -- the waiting writer -------------------------------------------------------------------------------
-    def post(self, rows: pa.Table, fragments: list[FragmentMetadata]) -> Offer | None:
-        """Offer ``rows`` written as ``fragments``; None when the offer cannot be written (the writer then
-        commits as usual)."""
+    def post(self, rows: pa.Table) -> Offer | None:
+        """Offer ``rows``; None when the offer cannot be written (the writer then commits as usual)."""
         name = f"{os.getpid()}-{secrets.token_hex(8)}"
-        path = self.directory / f"{name}.offer"
-        metadata = {_FRAGMENTS: json.dumps([fragment.to_json() for fragment in fragments])}
+        aside = self.directory / f"{name}.writing"
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            aside = self.directory / f"{name}.writing"
-            with pa.OSFile(str(aside), "wb") as sink, pa.ipc.new_file(sink, rows.schema.with_metadata(metadata)) as out:
+            with pa.OSFile(str(aside), "wb") as sink, pa.ipc.new_file(sink, rows.schema) as out:
                 out.write_table(rows)
-            aside.rename(path)
+            aside.rename(aside.with_suffix(".offer"))
         except (OSError, pa.ArrowException):
+            aside.unlink(missing_ok=True)
             return None
-        return Offer(path, rows, fragments)
+        return Offer(aside.with_suffix(".offer"), rows)
 
     @staticmethod
-    def answer_of(offer: Offer) -> int | None:
-        """The answer to ``offer``: the version that committed it, :data:`RETRY` (0: no version did, its writer
-        commits it), or None for no answer yet. Read once: the answer file is deleted."""
+    def answer_of(offer: Offer) -> Answer | None:
+        """The holder's answer to ``offer``, None for none yet."""
         try:
-            version = json.loads(offer.answer_path.read_text())["version"]
+            answer = json.loads(offer.answer_path.read_text())
+            return Answer(answer["version"], list(answer["files"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        offer.answer_path.unlink(missing_ok=True)
-        return int(version) if version else RETRY
 
     @staticmethod
     def withdraw(offer: Offer) -> bool:
-        """Take back an offer no holder claimed; False when one did (it may have committed it)."""
+        """Take back an offer no holder claimed; False when one did."""
         try:
             offer.path.unlink()
         except FileNotFoundError:
             return False
         return True
+
+    @staticmethod
+    def done(offer: Offer) -> None:
+        """The writer has its outcome: its answer is deleted."""
+        offer.answer_path.unlink(missing_ok=True)
 
     # -- the holder ---------------------------------------------------------------------------------------
     def claim(self, max_rows: int = MAX_GROUP_ROWS) -> list[Offer]:
@@ -130,26 +144,24 @@ class OfferBox:
             with pa.OSFile(str(claimed), "rb") as source:
                 if os.fstat(source.fileno()).st_uid != os.geteuid():
                     raise PermissionError(f"offer {claimed} is another user's")
-                table = pa.ipc.open_file(source).read_all()
-                fragments = [
-                    FragmentMetadata.from_json(json.dumps(data))
-                    for data in json.loads(table.schema.metadata[_FRAGMENTS])
-                ]
-        except (OSError, pa.ArrowException, ValueError, KeyError, TypeError):  # not an offer this holder can take
+                rows = pa.ipc.open_file(source).read_all()
+        except (OSError, pa.ArrowException):  # not an offer this holder can take
             claimed.unlink(missing_ok=True)
             return None
-        return Offer(claimed, table.replace_schema_metadata(None), fragments)
+        return Offer(claimed, rows)
 
     @staticmethod
-    def answer(offer: Offer, version: int) -> None:
-        """Answer a claimed offer: committed in ``version``, or :data:`RETRY` (its writer commits it)."""
+    def answer(offer: Offer, version: int | None) -> None:
+        """Answer a claimed offer: its rows are about to be committed (None; ``offer.files`` name their data
+        files), committed in ``version``, or :data:`RETRY` (its writer commits them)."""
         aside = offer.path.with_suffix(".answering")
         try:
-            aside.write_text(json.dumps({"version": version}))
+            aside.write_text(json.dumps({"version": version, "files": offer.files}))
             aside.rename(offer.answer_path)
         except OSError:
-            pass  # unanswered: the writer looks whether its data file landed
-        offer.path.unlink(missing_ok=True)
+            pass  # unanswered: the writer commits its rows, after looking for the files of an earlier answer
+        if version is not None:
+            offer.path.unlink(missing_ok=True)
 
 
 def _modified(entry: os.DirEntry[str]) -> float:

@@ -138,7 +138,10 @@ def test_a_holder_that_dies_after_claiming_an_offer_leaves_its_writer_to_commit_
     assert _tables(tmp_path) == ["t"]
 
 
-def test_a_holder_that_dies_after_committing_an_offer_leaves_it_committed_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("committed", [True, False], ids=["after its commit", "before its commit"])
+def test_a_holder_that_dies_after_naming_its_data_file_leaves_the_rows_committed_once(
+    tmp_path: Path, committed: bool
+) -> None:
     ns = _catalog(tmp_path)
     before = _version(tmp_path)
     with _busy_turn(ns):
@@ -146,8 +149,13 @@ def test_a_holder_that_dies_after_committing_an_offer_leaves_it_committed_once(t
         _wait_for(lambda: len(_offers(_box(ns))) == 1)
         (offer,) = _claim_one(_box(ns))
         dataset = lance.dataset(str(tmp_path / "__manifest"))
-        fragments.commit_append(dataset, offer.fragments, None)  # then the holder dies before answering
-    assert writer.result() == "ok"  # its data file is in the latest version: committed, not again
+        written = fragments.write_rows(dataset, offer.rows, None)
+        offer.files = fragments.data_file_paths(written)
+        OfferBox.answer(offer, None)  # its intent
+        if committed:
+            fragments.commit_append(dataset, written, None)
+        # then the holder dies: no answer with a version
+    assert writer.result() == "ok"  # its rows are in the latest version, or it commits them itself
     assert _version(tmp_path) == before + 1
     assert _tables(tmp_path) == ["t"]
     rows = [row.object_id for row in ns.manifest.query() if row.object_type == "table"]
@@ -176,12 +184,9 @@ def test_a_writer_that_stops_waiting_withdraws_its_offer_and_commits(
     assert _tables(tmp_path) == ["t"]
 
 
-def _post(box: OfferBox, ns: DirectoryNamespace, name: str) -> Path:
-    """An offer of a table row of ``a.<name>`` whose data file is written, as a waiting writer posts it."""
-    rows = rows_table([ManifestRow(f"a${name}", "table", name)])
-    dataset = ns.manifest.latest()
-    assert dataset is not None
-    offer = box.post(rows, fragments.write_rows(dataset, rows, None))
+def _post(box: OfferBox, name: str) -> Path:
+    """An offer of a table row of ``a.<name>``, as a waiting writer posts it."""
+    offer = box.post(rows_table([ManifestRow(f"a${name}", "table", name)]))
     assert offer is not None
     return offer.path
 
@@ -191,13 +196,13 @@ def test_offers_of_another_user_or_of_a_writer_gone_are_never_taken(
 ) -> None:
     ns = _catalog(tmp_path)
     box = _box(ns)
-    old = _post(box, ns, "old")
+    old = _post(box, "old")
     os.utime(old, (time.time() - 5.0, time.time() - 5.0))  # its writer stopped waiting (TURN_WAIT_SECONDS)
-    stale = _post(box, ns, "stale")
+    stale = _post(box, "stale")
     os.utime(stale, (time.time() - 3600.0, time.time() - 3600.0))  # its writer is gone: deleted
     assert box.claim() == []
     assert old.exists() and not stale.exists()
-    foreign = _post(box, ns, "foreign")
+    foreign = _post(box, "foreign")
     monkeypatch.setattr("airflow_provider_lance.namespace.offers.os.geteuid", lambda: os.stat(foreign).st_uid + 1)
     assert box.claim() == []  # another user's file: dropped
     assert not foreign.exists() and not foreign.with_suffix(".claimed").exists()
