@@ -9,9 +9,7 @@ including the version operations pylance wants as dicts, but for the operations 
 
 from __future__ import annotations
 
-import gc
 import io
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_lance.implementations import connect
+from tests.resource_warnings import resource_warnings
 from tests.rest.servers import ServerProcess, reference_server, serve_namespace
 from tests.rest.test_differential import REFERENCE_UNSUPPORTED, compare, unsupported
 from tests.rest.test_differential import REQUESTS as CATALOG_REQUESTS
@@ -119,14 +118,11 @@ def test_the_command_serves_another_implementation_behind_the_same_security(tmp_
 def test_an_implementation_that_cannot_be_built_stops_the_command_with_its_reason(tmp_path: Path) -> None:
     """The command stops with the reason, not the secret; the server that did not start is reaped and its pipes
     closed (left to the garbage collector, they were ResourceWarnings of a later test of the same worker)."""
-    gc.collect()  # what earlier tests left behind is not this test's
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
+    with resource_warnings() as leaked:
         with pytest.raises(RuntimeError, match="did not start") as raised:
             ServerProcess(["--impl", "no_such.Namespace", "--property", "secret_key=hunter2-secret"])
         message = str(raised.value)
         del raised  # its traceback holds the ServerProcess that failed
-        gc.collect()
     assert "Cannot serve --impl no_such.Namespace" in message
     assert "hunter2-secret" not in message
-    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    assert leaked == []
