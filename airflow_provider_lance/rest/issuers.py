@@ -23,6 +23,7 @@ import importlib
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -279,6 +280,8 @@ class _IssuerKeys:
             with urllib.request.urlopen(url, timeout=_FETCH_TIMEOUT) as response:
                 document = json.loads(response.read())
         except (OSError, ValueError) as error:
+            if isinstance(error, urllib.error.HTTPError):
+                error.close()  # its response holds the connection: left to the garbage collector, an unclosed socket
             raise self._unavailable(f"its OpenID configuration does not answer ({error})") from None
         if not isinstance(document, dict) or document.get("issuer") != issuer.issuer:
             raise self._unavailable("its OpenID configuration names another issuer")

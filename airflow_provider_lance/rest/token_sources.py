@@ -134,6 +134,7 @@ class ClientCredentials:
             with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
                 answer = json.loads(response.read())
         except urllib.error.HTTPError as error:
+            error.close()  # its response holds the connection: left to the garbage collector, an unclosed socket
             raise ln.UnauthenticatedError(
                 f"The token endpoint {self.token_url} refused client {self.client_id!r} (HTTP {error.code})"
             ) from None

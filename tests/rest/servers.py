@@ -152,8 +152,11 @@ class ServerProcess:
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.startswith("Serving on "):
+            # communicate() reaps the process and closes both pipes: left to the garbage collector, they were two
+            # "unclosed file" ResourceWarnings (and a "still running" one) of whichever later test collected them
             self.process.kill()
-            raise RuntimeError(f"lance-namespace-server did not start: {line!r} {self.process.stderr.read()!r}")
+            errors = self.process.communicate(timeout=30)[1]
+            raise RuntimeError(f"lance-namespace-server did not start: {line!r} {errors!r}")
         self.url = line.split()[-1]
         self.stderr_lines: list[str] = []
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)

@@ -20,6 +20,7 @@ from airflow_provider_lance.rest import ServerSettings, create_app
 from airflow_provider_lance.rest.client import RestNamespace
 from airflow_provider_lance.rest.principals import PrincipalStore
 from airflow_provider_lance.rest.token_sources import BearerTokenProvider, provider_properties
+from tests.resource_warnings import resource_warnings
 from tests.rest.servers import serve_app
 from tests.rest.token_issuer import TokenIssuer, issuer_entry, serve_issuer, service_account
 
@@ -113,9 +114,16 @@ def test_client_credentials_are_fetched_again_before_they_expire(url: str, issue
     _declare(client, "c", "t3")
     assert issuer.issued == 2
     provider = BearerTokenProvider(**{**settings, "client_secret": "wrong"})
-    with pytest.raises(ln.UnauthenticatedError, match="refused client 'spark-job'") as refused:
-        provider.token()
-    assert "wrong" not in str(refused.value) and "wrong" not in repr(provider)
+
+    def refused() -> str:
+        with pytest.raises(ln.UnauthenticatedError, match="refused client 'spark-job'") as raised:
+            provider.token()
+        return str(raised.value)  # left behind: a cycle of this frame and the exception's traceback
+
+    with resource_warnings() as leaked:
+        message = refused()
+    assert "wrong" not in message and "wrong" not in repr(provider)
+    assert leaked == []  # the refusal's connection was closed, not left to the garbage collector
     by_post = BearerTokenProvider(**settings, client_auth="post")
     with pytest.raises(ln.UnauthenticatedError):  # this endpoint takes HTTP Basic only
         by_post.token()

@@ -19,7 +19,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from airflow_provider_lance.rest import ServerSettings, create_app
+from airflow_provider_lance.rest.issuers import IssuerUnavailable, TrustedIssuer
 from airflow_provider_lance.rest.principals import Principal, PrincipalStore, _cli, hash_secret, load_principals
+from tests.resource_warnings import resource_warnings
 from tests.rest.servers import serve_app
 from tests.rest.token_issuer import TokenIssuer, issuer_entry, serve_issuer, service_account
 
@@ -203,6 +205,24 @@ def test_openid_discovery_and_the_audit_log_names_the_workload(
     lines = [r.getMessage() for r in caplog.records if r.name.endswith(".audit")]
     assert any(f'etl[{WORKER}] declare_table [["a", "audited"]] ok' in line for line in lines), lines
     assert token not in "\n".join(lines)
+
+
+def test_an_openid_configuration_that_answers_an_error_leaves_no_connection_open(issuer: TokenIssuer) -> None:
+    """An OpenID configuration URL that answers 404: the issuer is unavailable, and the refusal's connection is
+    closed, not left to the garbage collector (an unclosed-socket ResourceWarning of a later test)."""
+    trusted = TrustedIssuer(
+        name="oidc", issuer=issuer.url, audiences=("lance-rest",), openid_configuration=f"{issuer.url}/nothing-here"
+    )
+
+    def refused() -> str:
+        with pytest.raises(IssuerUnavailable, match="OpenID configuration does not answer") as raised:
+            trusted.keys.fetch("rsa-1")
+        return str(raised.value)  # left behind: a cycle of this frame and the exception's traceback
+
+    with resource_warnings() as leaked:
+        message = refused()
+    assert "HTTP Error 404" in message
+    assert leaked == []
 
 
 def test_sighup_reload_reads_issuers_and_groups_again(
