@@ -47,9 +47,9 @@ WHY = (
     "a manifest, ~3 ms each here) is paid once per group instead of once per declare; what is left per declare "
     "is its validation, its `.lance-reserved` marker and the GIL. The reference commits each declare by "
     "itself. Writer processes of one machine take turns at the commit (`writers_turn.py`, an advisory `flock` "
-    "outside the catalog), so they no longer fail each other's guarded appends; each writes its data file "
-    "before its turn, and in its turn reads only the fragments the previous one added and commits at the first "
-    "attempt. That matters most on S3, "
+    "outside the catalog), so they no longer fail each other's guarded appends; in its turn one reads only the "
+    "fragments the previous one added and commits at the first attempt, and a writer that waits offers its rows "
+    "to the holder, which writes and commits them with its own (`offers.py`). That matters most on S3, "
     "where a lost attempt costs several requests; on local disk the cost of one declare is mostly Lance's "
     "own write and commit CPU, and this shared 2-core machine spreads the runs widely (same code: 0.7x-2.0x "
     "between runs), hence the median of 3 runs.",

@@ -12,8 +12,8 @@ waste their work. Three turns, always taken in this order (so no two writers wai
 3. **The machine turn** (:class:`MachineTurn`): an advisory ``flock`` per catalog in the machine's temporary
    directory, so a machine's writer processes commit one after the other, each on top of the one before at the
    first try. 4 and 8 writer processes: 0.88x-1.72x -> 1.29x-1.95x the reference's writes/s (CHANGELOG).
-   A group of inserts that waits for it offers its written data file to the holder, which commits it with its
-   own (offers.py): the waiter is answered without reading the catalog again or committing.
+   A group of inserts that waits for it offers its rows to the holder, which writes and commits them with its
+   own (offers.py): the waiter is answered without writing, reading the catalog again or committing.
 
 Every wait is bounded by ``TURN_WAIT_SECONDS`` (tuning.py, with why): the turns only save work, correctness
 stays with the guarded append and the retry of conflicting commits.
