@@ -20,7 +20,7 @@ from lance.fragment import FragmentMetadata
 from airflow_provider_lance.namespace import fragments, maintenance
 from airflow_provider_lance.namespace.config import MaintenancePolicy
 from airflow_provider_lance.namespace.identifiers import MANIFEST_DIR
-from airflow_provider_lance.namespace.manifest_rows import RowSelection
+from airflow_provider_lance.namespace.manifest_rows import SCHEMA, RowSelection
 from airflow_provider_lance.namespace.offers import RETRY, Offer, OfferBox
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
@@ -39,6 +39,8 @@ class DuplicateObjectError(Exception):
 def _takes(offer: Offer, index: RowIndex, taken: set[str]) -> bool:
     """Whether another process's ``offer`` joins the commit: none of its ids is in the version below nor taken
     (then they are). An offer is one unit: with any duplicate its writer commits it (and fails that request)."""
+    if not offer.rows.schema.equals(SCHEMA):  # another release's rows: its writer commits them
+        return False
     ids = offer.rows["object_id"].to_pylist()
     if len(set(ids)) < len(ids) or taken.intersection(ids) or index.positions(ids):
         return False

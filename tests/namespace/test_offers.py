@@ -14,12 +14,13 @@ from pathlib import Path
 
 import lance
 import lance_namespace as ln
+import pyarrow as pa
 import pytest
 from lance.namespace import DirectoryNamespace as ReferenceNamespace
 
 from airflow_provider_lance.namespace import DirectoryNamespace, fragments
 from airflow_provider_lance.namespace.manifest_rows import ManifestRow, rows_table
-from airflow_provider_lance.namespace.offers import RETRY, Offer, OfferBox
+from airflow_provider_lance.namespace.offers import RETRY, Answer, Offer, OfferBox
 from airflow_provider_lance.namespace.writers_turn import MachineTurn
 
 WAIT = 60.0  # a bound on waiting for a thread (never reached when the code works)
@@ -206,3 +207,13 @@ def test_offers_of_another_user_or_of_a_writer_gone_are_never_taken(
     monkeypatch.setattr("airflow_provider_lance.namespace.offers.os.geteuid", lambda: os.stat(foreign).st_uid + 1)
     assert box.claim() == []  # another user's file: dropped
     assert not foreign.exists() and not foreign.with_suffix(".claimed").exists()
+
+
+def test_an_offer_of_rows_of_another_shape_is_answered_retry_and_the_holder_commits_its_own(tmp_path: Path) -> None:
+    ns = _catalog(tmp_path)
+    rows = rows_table([ManifestRow("a$other", "table", "other")])
+    offer = _box(ns).post(rows.append_column("extra", pa.array([1])))  # another release's rows
+    assert offer is not None
+    ns.declare_table(ln.DeclareTableRequest(id=["a", "mine"]))  # the holder: claims it, cannot take it
+    assert OfferBox.answer_of(offer) == Answer(RETRY, [])
+    assert _tables(tmp_path) == ["mine"]
