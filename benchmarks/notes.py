@@ -578,7 +578,26 @@ before taking the turn would not help.
   fragment), and the next operation then read whole what it used to extend from the derived rows: 3 runs
   (load 9), the holding thread's CPU in the turn 86 vs 97 ms per writer, the declares' CPU 371 vs 287 ms.
 
-Next: commits of several processes grouped in one (a queue in the machine turn) would take the per-commit floor
-(~1.5 ms) out of the serial path; this machine's spread (0.78-1.05x run to run for one engine) is wider than
-any change measured here.
+Next (done in the fifth pass, below): commits of several processes grouped in one (a queue in the machine turn)
+would take the per-commit floor (~1.5 ms) out of the serial path; this machine's spread (0.78-1.05x run to run for
+one engine) is wider than any change measured here.
+
+### Fifth pass: offers, the holder commits for the writers that wait (2026-11-28, quiet machine)
+
+A writer that finds the turn held posts its rows (`offers.py`); the holder writes one data file with its rows and
+the offers', commits it, and answers each offer; the waiter is done without writing, reading or committing.
+
+- First version, not kept: the waiter wrote its own data file before the turn and offered its fragment metadata;
+  the holder committed the offered fragments with its own. Commits fell 403 -> 181 for 200 declares, but every
+  commit added one fragment per offer, compaction came sooner, and readers read whole more often: interleaved
+  A/B against `5b2be41` (8 x 25, 8 pairs, loaded by another job): CPU 1.02-1.24x, writes/s 0.66-1.19x.
+- Kept: the rows travel in the offer, the holder writes them. Interleaved A/B against `5b2be41` (6 pairs, quiet):
+  writes/s 1.06-1.13x (median 1.09x), CPU 0.92-0.97x, declares' CPU per process 0.15-0.18 s against 0.18-0.30
+  s. In a profile (process CPU, 8 x 25, all 8 writers): 55 commits for 200 declares, 55 data files written
+  (249 before), 38 whole reads (155), the declares 1.78 s against 2.35-3.35 s before.
+- What is left in a declare: the `.lance-reserved` marker (~1.1 ms), the read of the commits of others since
+  (a scan of the new fragments, ~1.3 ms: pylance's scanner), the offer and its answer (~0.9 ms of file work).
+  The rest of a short-lived writer is its interpreter, `lance_namespace`'s import (both engines: ~0.9 s of CPU),
+  pylance's import (~0.44 s, of which pandas ~0.3 s, imported by `pyarrow.dataset`) and the interpreter's
+  finalisation (~0.3-0.4 s, mostly `lance_namespace`'s pydantic models): ~1.9 s of ~2.1 s, the same for both.
 """  # noqa: E501

@@ -25,6 +25,7 @@ from airflow_provider_lance.namespace.offers import RETRY, Offer, OfferBox
 from airflow_provider_lance.namespace.row_index import RowIndex
 from airflow_provider_lance.namespace.snapshots import Snapshot
 from airflow_provider_lance.namespace.storage import Storage
+from airflow_provider_lance.namespace.storage_errors import is_lost_response
 from airflow_provider_lance.namespace.writers_turn import Request
 
 
@@ -46,6 +47,12 @@ def _takes(offer: Offer, index: RowIndex, taken: set[str]) -> bool:
         return False
     taken.update(ids)
     return True
+
+
+def _may_have_landed(error: BaseException) -> bool:
+    """Whether the last commit attempt behind ``error`` may have landed: its answer was lost (the retries ran out
+    on it: ``ConcurrentModificationError`` from it)."""
+    return any(cause is not None and is_lost_response(cause) for cause in (error, error.__cause__))
 
 
 class NothingToCommit(Exception):
@@ -129,6 +136,7 @@ class InsertGroup:
             self._answer(written.offers, dataset.version)  # the offers it wrote landed with it
             return dataset, None  # the commit landed though it reported a conflict
         if self._landed_elsewhere(dataset):
+            written.discard(self.storage)  # its own data file of an earlier attempt: no version holds it
             return dataset, None  # a holder committed this group's rows
         index = snapshot.index()
         accepted, taken = [], set()
@@ -268,7 +276,8 @@ def commit_group(
         try:
             commit(inserts.write, inserts.change, share=inserts)
         except BaseException as error:
-            inserts.abandon()
+            if not _may_have_landed(error):  # a version may hold the data file of a commit whose answer was lost
+                inserts.abandon()
             if not isinstance(error, NothingToCommit):
                 raise
     else:

@@ -488,3 +488,31 @@ def test_declare_tables_answers_each_request_and_commits_once(tmp_path: Path) ->
     assert sorted(reference.list_tables(ln.ListTablesRequest(id=["db"])).tables) == ["a", "b", "e", "existing"]
     markers = sorted(path.parent.name.split("$")[-1] for path in tmp_path.glob("*/.lance-reserved"))
     assert markers == ["a", "b", "e", "existing"]
+
+
+def test_a_last_commit_attempt_that_landed_without_its_answer_keeps_its_data_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retries run out on a commit whose answer was lost although it landed: its data file stays (a version
+    references it), the catalog reads, and the declare's retry finds the table there."""
+    ns = DirectoryNamespace(root=str(tmp_path), commit_retries="1")
+    ns.create_namespace(ln.CreateNamespaceRequest(id=["a"]))
+    commit_append = fragments.commit_append
+    attempts: list[int] = []
+
+    def conflict_then_lost_answer(dataset: Any, written: Any, options: Any) -> Any:
+        attempts.append(dataset.version)
+        if len(attempts) == 1:
+            raise OSError("Commit conflict for version 3: another writer committed first")
+        commit_append(dataset, written, options)
+        raise OSError("LanceError(IO): error sending request: connection reset by peer")
+
+    monkeypatch.setattr(fragments, "commit_append", conflict_then_lost_answer)
+    with pytest.raises(ln.ConcurrentModificationError):
+        ns.declare_table(ln.DeclareTableRequest(id=["a", "t"]))
+    monkeypatch.undo()
+    assert len(attempts) == 2
+    assert DirectoryNamespace(root=str(tmp_path)).list_tables(ln.ListTablesRequest(id=["a"])).tables == ["t"]
+    assert ReferenceNamespace(root=str(tmp_path)).list_tables(ln.ListTablesRequest(id=["a"])).tables == ["t"]
+    with pytest.raises(ln.TableAlreadyExistsError):
+        ns.declare_table(ln.DeclareTableRequest(id=["a", "t"]))
