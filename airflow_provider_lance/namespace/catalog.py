@@ -22,6 +22,7 @@ import lance_namespace as ln
 from airflow_provider_lance.namespace import identifiers as ids
 from airflow_provider_lance.namespace.config import NamespaceConfig
 from airflow_provider_lance.namespace.credentials import CredentialVendor
+from airflow_provider_lance.namespace.group_commit import MissingParentError
 from airflow_provider_lance.namespace.manifest import ManifestTable
 from airflow_provider_lance.namespace.manifest_rows import NAMESPACE, TABLE, TABLE_VERSION_MANAGEMENT_KEY, ManifestRow
 from airflow_provider_lance.namespace.rows_store import RowsStore
@@ -148,8 +149,9 @@ class Catalog:
 
     def insert_child(self, row: ManifestRow, parent: list[str]) -> None:
         """Insert one row under ``parent``, persisting table version management first when the constructor
-        asked for it. A concurrent DropNamespace and this insert both write, then look again (the drop for
-        children, we for the parent): a parent gone after the insert takes the row back (NamespaceNotFound)."""
+        asked for it. The parent's row is looked for in the version the insert commits on top of (a guarded
+        append: nothing commits in between), so a concurrent DropNamespace either committed first (the insert
+        fails: NamespaceNotFound) or finds the child when it looks again after its own write."""
         error = self.insert_children([(row, parent)])[0]
         if error is not None:
             raise error
@@ -158,14 +160,15 @@ class Catalog:
         """:meth:`insert_child` for each (row, parent), in the same group commit; each one's error (None:
         inserted)."""
         self.persist_management()
-        errors = self.manifest.insert_each([row for row, _ in children])
-        for at, (row, parent) in enumerate(children):
-            if errors[at] is None and parent and ids.object_id(parent) not in self.rows(ids.object_id(parent)):
-                self.manifest.delete_object(row.object_id, row.object_type)
-                errors[at] = ln.NamespaceNotFoundError(
-                    f"Namespace not found: '{ids.object_id(parent)}' (dropped concurrently)"
-                )
-        return errors
+        errors = self.manifest.insert_each(
+            [row for row, _ in children], [ids.object_id(parent) for _, parent in children]
+        )
+        return [
+            ln.NamespaceNotFoundError(f"Namespace not found: '{error.object_id}' (dropped concurrently)")
+            if isinstance(error, MissingParentError)
+            else error
+            for error in errors
+        ]
 
     # -- tables -----------------------------------------------------------------------------------------
     def v1_table(self, parts: list[str]) -> Table | None:

@@ -37,6 +37,14 @@ class DuplicateObjectError(Exception):
         self.object_id = object_id
 
 
+class MissingParentError(Exception):
+    """An insert's parent (``object_id``) is not in the version it would commit on top of (dropped)."""
+
+    def __init__(self, object_id: str) -> None:
+        super().__init__(object_id)
+        self.object_id = object_id
+
+
 def _takes(offer: Offer, index: RowIndex, taken: set[str]) -> bool:
     """Whether another process's ``offer`` joins the commit: none of its ids is in the version below nor taken
     (then they are). An offer is one unit: with any duplicate its writer commits it (and fails that request)."""
@@ -45,8 +53,17 @@ def _takes(offer: Offer, index: RowIndex, taken: set[str]) -> bool:
     ids = offer.rows["object_id"].to_pylist()
     if len(set(ids)) < len(ids) or taken.intersection(ids) or index.positions(ids):
         return False
+    if _missing(offer.parents, index) is not None:
+        return False
     taken.update(ids)
     return True
+
+
+def _missing(parents: tuple[str, ...], index: RowIndex) -> str | None:
+    """The first of ``parents`` not in the version (None when all are): checked in the version the guarded append
+    commits on top of, so a DropNamespace either committed before (the child fails) or sees the child after."""
+    present = index.positions(parents) if parents else {}
+    return next((parent for parent in parents if parent not in present), None)
 
 
 def _may_have_landed(error: BaseException) -> bool:
@@ -103,7 +120,9 @@ class InsertGroup:
     def offer(self) -> None:
         """Another process holds the machine turn: offer it the rows of this group."""
         if self.offers is not None:
-            self._offer = self.offers.post(pa.concat_tables([request.rows for request in self.group]))
+            rows = pa.concat_tables([request.rows for request in self.group])
+            parents = tuple(dict.fromkeys(parent for request in self.group for parent in request.parents))
+            self._offer = self.offers.post(rows, parents)
 
     def settled(self) -> bool:
         """In the turn, before a commit: whether the process that held the turn committed this group's offer
@@ -148,6 +167,10 @@ class InsertGroup:
             duplicate = next((oid for oid in ids if oid in taken or oid in present), None)
             if duplicate is not None:
                 request.answer(error=DuplicateObjectError(duplicate))
+                continue
+            missing = _missing(request.parents, index)
+            if missing is not None:
+                request.answer(error=MissingParentError(missing))
                 continue
             accepted.append(request)
             taken.update(ids)

@@ -246,10 +246,14 @@ class ManifestTable:
                 raise DuplicateObjectError(match.group(1)) from None
             raise
 
-    def insert_each(self, rows: list[ManifestRow]) -> list[BaseException | None]:
+    def insert_each(self, rows: list[ManifestRow], parents: list[str]) -> list[BaseException | None]:
         """Each row as an insert of its own, queued at once to share a group commit; each one's error (None:
-        inserted)."""
-        requests = [Request(INSERT, rows=rows_table([row])) for row in rows]
+        inserted). ``parents``: each row's parent id ("" for the root), which its commit must find
+        (MissingParentError)."""
+        requests = [
+            Request(INSERT, rows=rows_table([row]), parents=(parent,) if parent else ())
+            for row, parent in zip(rows, parents, strict=True)
+        ]
         self._answer(requests)
         return [request.error for request in requests]
 

@@ -38,6 +38,7 @@ from airflow_provider_lance.namespace.tuning import MAX_GROUP_ROWS, TURN_WAIT_SE
 
 #: The version of an answer that no version committed the offer in (Lance versions start at 1).
 RETRY = 0
+_PARENTS = b"parents"
 # An offer or answer left this long is its writer's (crashed, or answered after it gave up): deleted.
 _STALE_SECONDS = 10 * TURN_WAIT_SECONDS
 
@@ -48,6 +49,7 @@ class Offer:
 
     path: Path
     rows: pa.Table
+    parents: tuple[str, ...] = ()  # the ids its rows need in the version they commit on top of
     files: list[str] = field(default_factory=list)  # the holder's data files that hold its rows, if any
 
     @property
@@ -75,19 +77,21 @@ class OfferBox:
         self.directory = directory
 
     # -- the waiting writer -------------------------------------------------------------------------------
-    def post(self, rows: pa.Table) -> Offer | None:
-        """Offer ``rows``; None when the offer cannot be written (the writer then commits as usual)."""
+    def post(self, rows: pa.Table, parents: tuple[str, ...] = ()) -> Offer | None:
+        """Offer ``rows``, which need ``parents`` in the version they commit on top of; None when the offer
+        cannot be written (the writer then commits as usual)."""
         name = f"{os.getpid()}-{secrets.token_hex(8)}"
         aside = self.directory / f"{name}.writing"
+        schema = rows.schema.with_metadata({_PARENTS: json.dumps(parents)})
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with pa.OSFile(str(aside), "wb") as sink, pa.ipc.new_file(sink, rows.schema) as out:
-                out.write_table(rows)
+            with pa.OSFile(str(aside), "wb") as sink, pa.ipc.new_file(sink, schema) as out:
+                out.write_table(rows.replace_schema_metadata(schema.metadata))
             aside.rename(aside.with_suffix(".offer"))
         except (OSError, pa.ArrowException):
             aside.unlink(missing_ok=True)
             return None
-        return Offer(aside.with_suffix(".offer"), rows)
+        return Offer(aside.with_suffix(".offer"), rows, parents)
 
     @staticmethod
     def answer_of(offer: Offer) -> Answer | None:
@@ -145,10 +149,11 @@ class OfferBox:
                 if os.fstat(source.fileno()).st_uid != os.geteuid():
                     raise PermissionError(f"offer {claimed} is another user's")
                 rows = pa.ipc.open_file(source).read_all()
-        except (OSError, pa.ArrowException):  # not an offer this holder can take
+            parents = tuple(str(parent) for parent in json.loads((rows.schema.metadata or {})[_PARENTS]))
+        except (OSError, pa.ArrowException, ValueError, KeyError, TypeError):  # not an offer this holder can take
             claimed.unlink(missing_ok=True)
             return None
-        return Offer(claimed, rows)
+        return Offer(claimed, rows.replace_schema_metadata(None), parents)
 
     @staticmethod
     def answer(offer: Offer, version: int | None) -> None:

@@ -51,11 +51,13 @@ _DIRECTORY = "airflow-provider-lance-turns"
 
 @dataclass(eq=False)
 class Request:
-    """One queued write of a ``kind`` (group_commit.py): ``rows`` to insert, or the ``selection`` to delete."""
+    """One queued write of a ``kind`` (group_commit.py): ``rows`` to insert, or the ``selection`` to delete;
+    ``parents``: the ids an insert needs in the version it commits on top of (a child's namespace)."""
 
     kind: str
     rows: pa.Table | None = None
     selection: RowSelection | None = None
+    parents: tuple[str, ...] = ()
     result: Any = None
     error: BaseException | None = None
     snapshot: Snapshot | None = None  # the version that answered it (the requester's operation goes on there)

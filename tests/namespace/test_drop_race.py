@@ -10,13 +10,13 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
+import lance
+import lance_namespace as ln
 import pytest
 from lance_namespace import LanceNamespaceError
 
 from airflow_provider_lance.namespace import DirectoryNamespace
 from tests.races import BARRIER_SECONDS
-
-pytestmark = pytest.mark.slow  # starts processes of its own
 
 ROUNDS = 6
 DECLARERS = 3
@@ -37,6 +37,7 @@ def _worker(root: str, action: str, name: str, barrier: Any, results: Any) -> No
         results.put((action, name, type(error).__name__))
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_drop_namespace_never_leaves_orphans(root: Path) -> None:
     context = multiprocessing.get_context("spawn")
     ns = DirectoryNamespace(root=str(root))
@@ -72,3 +73,29 @@ def test_drop_namespace_never_leaves_orphans(root: Path) -> None:
                 ns.drop_namespace({"id": child.split("$")})
         if not dropped:
             ns.drop_namespace({"id": ["p"]})
+
+
+@pytest.mark.parametrize("operation", ["declare", "create"])
+def test_a_child_whose_namespace_is_dropped_before_its_commit_fails_there_and_writes_no_row(
+    root: Path, operation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent is looked for in the version the child's insert commits on top of: a drop that committed after
+    the child's checks and before its commit fails the child without writing its row (no insert taken back)."""
+    ns, dropper = DirectoryNamespace(root=str(root)), DirectoryNamespace(root=str(root))
+    ns.create_namespace({"id": ["p"]})
+    insert_each = ns.manifest.insert_each
+
+    def dropped_first(rows: Any, parents: Any) -> Any:
+        dropper.drop_namespace({"id": ["p"]})  # between the child's checks and its commit
+        return insert_each(rows, parents)
+
+    monkeypatch.setattr(ns.manifest, "insert_each", dropped_first)
+    before = lance.dataset(str(root / "__manifest")).version
+    with pytest.raises(ln.NamespaceNotFoundError, match="dropped concurrently"):
+        if operation == "declare":
+            ns.declare_table({"id": ["p", "t"]})
+        else:
+            ns.create_namespace({"id": ["p", "c"]})
+    assert lance.dataset(str(root / "__manifest")).version == before + 1  # the drop's commit only
+    assert [row.object_id for row in dropper.manifest.query()] == []
+    assert sorted(path.name for path in root.iterdir()) == ["__manifest"]  # no table directory left

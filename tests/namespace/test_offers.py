@@ -217,3 +217,12 @@ def test_an_offer_of_rows_of_another_shape_is_answered_retry_and_the_holder_comm
     ns.declare_table(ln.DeclareTableRequest(id=["a", "mine"]))  # the holder: claims it, cannot take it
     assert OfferBox.answer_of(offer) == Answer(RETRY, [])
     assert _tables(tmp_path) == ["mine"]
+
+
+def test_an_offer_whose_namespace_is_gone_is_answered_retry(tmp_path: Path) -> None:
+    ns = _catalog(tmp_path)
+    offer = _box(ns).post(rows_table([ManifestRow("gone$t", "table", "t")]), ("gone",))
+    assert offer is not None
+    ns.declare_table(ln.DeclareTableRequest(id=["a", "mine"]))  # the holder: its commit would orphan the row
+    assert OfferBox.answer_of(offer) == Answer(RETRY, [])
+    assert _tables(tmp_path) == ["mine"]
