@@ -595,6 +595,13 @@ the offers', commits it, and answers each offer; the waiter is done without writ
   writes/s 1.06-1.13x (median 1.09x), CPU 0.92-0.97x, declares' CPU per process 0.15-0.18 s against 0.18-0.30
   s. In a profile (process CPU, 8 x 25, all 8 writers): 55 commits for 200 declares, 55 data files written
   (249 before), 38 whole reads (155), the declares 1.78 s against 2.35-3.35 s before.
+- Then the parent check moved into the commit (the version the guarded append commits on top of), instead of a
+  read of the latest version after the insert: in the same profile the read moved to the next operation's first
+  check (every declare reads the latest version once), so the declares' CPU did not change (1.95 s).
+- The section, quiet, twice (5 runs per mode each, *before* = `5b2be41` in the same runs), writes/s ÷ the
+  reference: run 1 off 1.07x (1.02-1.16), managed 1.00x (0.95-1.16; 0.996); run 2 (with the parent check in the
+  commit) off 1.09x (0.99-1.15), managed 1.03x (0.80-1.17); *before* 0.93x / 0.96x and 0.96x / 0.92x. A
+  writer's 25 declares: 0.16 / 0.12 CPU-s against the reference's 0.33 / 0.24.
 - What is left in a declare: the `.lance-reserved` marker (~1.1 ms), the read of the commits of others since
   (a scan of the new fragments, ~1.3 ms: pylance's scanner), the offer and its answer (~0.9 ms of file work).
   The rest of a short-lived writer is its interpreter, `lance_namespace`'s import (both engines: ~0.9 s of CPU),
