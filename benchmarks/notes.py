@@ -588,7 +588,7 @@ A writer that finds the turn held posts its rows (`offers.py`); the holder write
 the offers', commits it, and answers each offer; the waiter is done without writing, reading or committing.
 
 - First version, not kept: the waiter wrote its own data file before the turn and offered its fragment metadata;
-  the holder committed the offered fragments with its own. Commits fell 403 -> 181 for 200 declares, but every
+  the holder committed the offered fragments with its own. The catalog's version after two rounds of 8 x 25 declares fell 403 -> 181, but every
   commit added one fragment per offer, compaction came sooner, and readers read whole more often: interleaved
   A/B against `5b2be41` (8 x 25, 8 pairs, loaded by another job): CPU 1.02-1.24x, writes/s 0.66-1.19x.
 - Kept: the rows travel in the offer, the holder writes them. Interleaved A/B against `5b2be41` (6 pairs, quiet):
