@@ -45,25 +45,30 @@ class MissingParentError(Exception):
         self.object_id = object_id
 
 
-def _takes(offer: Offer, index: RowIndex, taken: set[str]) -> bool:
-    """Whether another process's ``offer`` joins the commit: none of its ids is in the version below nor taken
-    (then they are). An offer is one unit: with any duplicate its writer commits it (and fails that request)."""
-    if not offer.rows.schema.equals(SCHEMA):  # another release's rows: its writer commits them
-        return False
-    ids = offer.rows["object_id"].to_pylist()
-    if len(set(ids)) < len(ids) or taken.intersection(ids) or index.positions(ids):
-        return False
-    if _missing(offer.parents, index) is not None:
-        return False
+def _refusal(ids: list[str], parents: tuple[str, ...], index: RowIndex, taken: set[str]) -> Exception | None:
+    """Why a unit of rows (a request, an offer) may not commit on top of the version ``index`` holds after the
+    units before it (``taken``: their ids, extended by this one's when it may): an id already there, taken or
+    repeated, or a parent missing. The parents are checked in the version the guarded append commits on top of,
+    so a DropNamespace either committed before (the child fails) or sees the child after."""
+    present, seen = index.positions(ids), set()
+    for oid in ids:
+        if oid in taken or oid in present or oid in seen:
+            return DuplicateObjectError(oid)
+        seen.add(oid)
+    there = index.positions(parents) if parents else {}
+    missing = next((parent for parent in parents if parent not in there), None)
+    if missing is not None:
+        return MissingParentError(missing)
     taken.update(ids)
-    return True
+    return None
 
 
-def _missing(parents: tuple[str, ...], index: RowIndex) -> str | None:
-    """The first of ``parents`` not in the version (None when all are): checked in the version the guarded append
-    commits on top of, so a DropNamespace either committed before (the child fails) or sees the child after."""
-    present = index.positions(parents) if parents else {}
-    return next((parent for parent in parents if parent not in present), None)
+def _takes(offer: Offer, index: RowIndex, taken: set[str]) -> bool:
+    """Whether another process's ``offer`` joins the commit. An offer is one unit: refused, or of another release's
+    rows, its writer commits it (and fails the request at fault)."""
+    if not offer.rows.schema.equals(SCHEMA):
+        return False
+    return _refusal(offer.rows["object_id"].to_pylist(), offer.parents, index, taken) is None
 
 
 def _may_have_landed(error: BaseException) -> bool:
@@ -162,18 +167,11 @@ class InsertGroup:
         for request in self.group:
             if request.answered:
                 continue
-            ids = request.rows["object_id"].to_pylist()
-            present = index.positions(ids)
-            duplicate = next((oid for oid in ids if oid in taken or oid in present), None)
-            if duplicate is not None:
-                request.answer(error=DuplicateObjectError(duplicate))
-                continue
-            missing = _missing(request.parents, index)
-            if missing is not None:
-                request.answer(error=MissingParentError(missing))
+            refusal = _refusal(request.rows["object_id"].to_pylist(), request.parents, index, taken)
+            if refusal is not None:
+                request.answer(error=refusal)
                 continue
             accepted.append(request)
-            taken.update(ids)
         if self.offers is not None:  # the offers of other processes waiting for the turn join the commit
             self._claimed.extend(self.offers.claim())
         joined = [offer for offer in self._claimed if _takes(offer, index, taken)]
@@ -203,8 +201,9 @@ class InsertGroup:
         written = self._written
         written.fragments = fragments.write_rows(dataset, data, self.storage_options)
         written.requests, written.offers, written.base = accepted, joined, base
+        files = fragments.data_file_paths(written.fragments)
         for offer in joined:
-            offer.files = fragments.data_file_paths(written.fragments)
+            offer.files = files
             OfferBox.answer(offer, None)
 
     def _answer(self, offers: list[Offer], version: int) -> None:

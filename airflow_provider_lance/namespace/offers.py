@@ -82,11 +82,11 @@ class OfferBox:
         cannot be written (the writer then commits as usual)."""
         name = f"{os.getpid()}-{secrets.token_hex(8)}"
         aside = self.directory / f"{name}.writing"
-        schema = rows.schema.with_metadata({_PARENTS: json.dumps(parents)})
+        stored = rows.replace_schema_metadata({_PARENTS: json.dumps(parents)})
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with pa.OSFile(str(aside), "wb") as sink, pa.ipc.new_file(sink, schema) as out:
-                out.write_table(rows.replace_schema_metadata(schema.metadata))
+            with pa.OSFile(str(aside), "wb") as sink, pa.ipc.new_file(sink, stored.schema) as out:
+                out.write_table(stored)
             aside.rename(aside.with_suffix(".offer"))
         except (OSError, pa.ArrowException):
             aside.unlink(missing_ok=True)
